@@ -1,0 +1,115 @@
+/**
+ * Hardware Abstraction Layer: the one interface an OEM implements to run the agent on its charger.
+ *
+ * The agent owns every decision (schedules, limits, commands); the HAL only reports what the hardware
+ * measures and carries out simple actions. Connector ids are 1-based, as on the wire. Anything that talks
+ * to hardware is async; an action that the hardware refuses rejects with a `HalError`.
+ *
+ * A HAL module (`charger-agent run --hal ./my-hal.js`) exports a `HalFactory` as its default export or as
+ * `createHal`; see `hal-loader.ts`.
+ */
+
+export type ConnectorHardwareState = 'idle' | 'charging' | 'discharging' | 'fault';
+
+/** One sample of one connector. */
+export interface ConnectorReading {
+  connectorId: number;
+  state: ConnectorHardwareState;
+  /** V (per phase on AC hardware). */
+  voltageV: number;
+  /** A (per phase on AC hardware); negative while discharging. */
+  currentA: number;
+  /** kW; negative while discharging. */
+  powerKw: number;
+  /** kWh imported: the meter register, which never decreases. */
+  energyKwh: number;
+  /** kWh exported to the grid (V2G), a separate register that never decreases. */
+  energyExportedKwh?: number;
+  vehiclePresent: boolean;
+  /** Vehicle state of charge, percent 0-100, when the vehicle reports it. */
+  soc?: number;
+  temperatureC: number;
+  /** 0 means no fault. */
+  faultCode: number;
+}
+
+export interface ConnectorInfo {
+  connectorId: number;
+  ratedPowerKw: number;
+  v2gCapable: boolean;
+}
+
+export interface DeviceInfo {
+  connectorCount: number;
+  connectors: ConnectorInfo[];
+  model?: string;
+  manufacturer?: string;
+  firmwareVersion?: string;
+}
+
+interface EventBase {
+  connectorId: number;
+  at: Date;
+}
+export type HardwareEvent =
+  | (EventBase & { type: 'vehicle_plugged' })
+  | (EventBase & { type: 'vehicle_unplugged' })
+  | (EventBase & { type: 'fault_raised'; faultCode: number })
+  | (EventBase & { type: 'fault_cleared'; faultCode: number })
+  | (EventBase & { type: 'state_changed'; from: ConnectorHardwareState; to: ConnectorHardwareState });
+export type HardwareEventType = HardwareEvent['type'];
+
+export type HardwareEventListener = (event: HardwareEvent) => void;
+export type Unsubscribe = () => void;
+
+export interface Hal {
+  getDeviceInfo(): Promise<DeviceInfo>;
+  readConnector(connectorId: number): Promise<ConnectorReading>;
+  /** Every connector, in connector id order. */
+  readConnectors(): Promise<ConnectorReading[]>;
+
+  /** Cap the power flow of the connector, kW, in either direction; applies at once if a session runs. */
+  setPowerLimit(connectorId: number, kw: number): Promise<void>;
+  /** Begin (or resume) charging the plugged-in vehicle within the current power limit. */
+  startCharging(connectorId: number): Promise<void>;
+  /** Stop charging or discharging; the vehicle stays plugged in. */
+  stopCharging(connectorId: number): Promise<void>;
+  /** Begin exporting `kw` (positive) from the vehicle; V2G hardware only. */
+  startDischarging(connectorId: number, kw: number): Promise<void>;
+
+  /** Receive hardware events; returns the function that unsubscribes. Listeners must not throw. */
+  subscribe(listener: HardwareEventListener): Unsubscribe;
+
+  /** Begin measuring and emitting events; the agent calls it once, after subscribing. */
+  start?(): Promise<void>;
+  /** Release the hardware; the agent calls it on shutdown. */
+  close?(): Promise<void>;
+}
+
+/** What the agent passes to a HAL factory: the command-line choices, plus its config file's `hal` block. */
+export interface HalOptions {
+  connectors?: number;
+  v2g?: boolean;
+  config?: Record<string, unknown>;
+}
+
+export type HalFactory = (options: HalOptions) => Hal | Promise<Hal>;
+
+export type HalErrorCode = 'unknown_connector' | 'no_vehicle' | 'fault' | 'not_v2g_capable' | 'invalid_power';
+
+/** Why the hardware refused an action; the agent reports the command as failed with this message. */
+export class HalError extends Error {
+  readonly code: HalErrorCode;
+  constructor(code: HalErrorCode, message: string) {
+    super(message);
+    this.name = 'HalError';
+    this.code = code;
+  }
+}
+
+/** By shape, not `instanceof`: an OEM module may carry its own copy of this file. */
+export function isHalError(error: unknown): error is HalError {
+  return (
+    error instanceof Error && error.name === 'HalError' && typeof (error as { code?: unknown }).code === 'string'
+  );
+}

@@ -1,0 +1,156 @@
+/**
+ * Wall-clock ↔ instant conversion in an IANA timezone, with Intl only (no date library).
+ *
+ * A local calendar day is an integer "day number": days since 1970-01-01 in the proleptic Gregorian
+ * calendar, independent of any timezone. Times of day are minutes after local midnight.
+ *
+ * DST rules (DESIGN.md §6):
+ * - a wall-clock time that does not exist (spring forward) maps to the first valid instant after it,
+ *   which is the transition instant itself (Berlin 2026-03-29 02:30 → 01:00Z, shown locally as 03:00);
+ * - a wall-clock time that occurs twice (fall back) maps to its first occurrence.
+ */
+import type { DayOfWeek } from '../shared/schedule.js';
+
+export const MS_PER_MINUTE = 60_000;
+export const MS_PER_HOUR = 3_600_000;
+export const MS_PER_DAY = 86_400_000;
+export const MINUTES_PER_DAY = 1440;
+
+/** mon = 0 … sun = 6, matching the order of `DayOfWeek`. */
+const WEEKDAYS: readonly DayOfWeek[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+
+export interface WallClock {
+  /** Local calendar day number (days since 1970-01-01). */
+  day: number;
+  /** Minutes after local midnight, 0..1439. */
+  minuteOfDay: number;
+  second: number;
+}
+
+// Building a DateTimeFormat is far costlier than using one; the agent evaluates often and in few zones.
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatterFor(timeZone: string): Intl.DateTimeFormat {
+  let formatter = formatters.get(timeZone);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(timeZone, formatter);
+  }
+  return formatter;
+}
+
+/** The local wall-clock fields at `instantMs`, as if they were a UTC time (ms, second precision). */
+function wallClockAsUtcMs(instantMs: number, timeZone: string): number {
+  const fields = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 };
+  for (const part of formatterFor(timeZone).formatToParts(instantMs)) {
+    if (part.type in fields) fields[part.type as keyof typeof fields] = Number(part.value);
+  }
+  return Date.UTC(fields.year, fields.month - 1, fields.day, fields.hour, fields.minute, fields.second);
+}
+
+/** UTC offset of `timeZone` at `instantMs`, in ms (Berlin in summer: +7_200_000). */
+export function utcOffsetMs(instantMs: number, timeZone: string): number {
+  const wholeSecond = Math.floor(instantMs / 1000) * 1000;
+  return wallClockAsUtcMs(wholeSecond, timeZone) - wholeSecond;
+}
+
+export function wallClockAt(instantMs: number, timeZone: string): WallClock {
+  const local = wallClockAsUtcMs(instantMs, timeZone);
+  const day = Math.floor(local / MS_PER_DAY);
+  const msOfDay = local - day * MS_PER_DAY;
+  return {
+    day,
+    minuteOfDay: Math.floor(msOfDay / MS_PER_MINUTE),
+    second: Math.floor((msOfDay % MS_PER_MINUTE) / 1000),
+  };
+}
+
+/** The local calendar day number that contains `instantMs`. */
+export function localDayAt(instantMs: number, timeZone: string): number {
+  return wallClockAt(instantMs, timeZone).day;
+}
+
+export function weekdayOf(day: number): DayOfWeek {
+  // Day 0 (1970-01-01) was a Thursday, index 3 when Monday is 0.
+  return WEEKDAYS[(((day + 3) % 7) + 7) % 7] as DayOfWeek;
+}
+
+/** Day number of a calendar date given as year, month 1-12, day of month. */
+export function dayNumberOf(year: number, month: number, dayOfMonth: number): number {
+  return Date.UTC(year, month - 1, dayOfMonth) / MS_PER_DAY;
+}
+
+/** Minutes after midnight of an `HH:MM` string. */
+export function minutesOfClockTime(hhmm: string): number {
+  const [hours, minutes] = hhmm.split(':').map(Number);
+  return (hours ?? 0) * 60 + (minutes ?? 0);
+}
+
+/**
+ * The instant at which the wall clock in `timeZone` shows `minuteOfDay` on local `day`.
+ * `minuteOfDay` may run past 1439 (it simply rolls into the following days).
+ */
+export function instantAtWallClock(day: number, minuteOfDay: number, timeZone: string): number {
+  const wholeDay = day + Math.floor(minuteOfDay / MINUTES_PER_DAY);
+  const minute = minuteOfDay - (wholeDay - day) * MINUTES_PER_DAY;
+  const local = wholeDay * MS_PER_DAY + minute * MS_PER_MINUTE;
+  const { before: offsetBefore, after: offsetAfter } = offsetsAround(wholeDay, timeZone);
+  // No transition near this day: one offset, one reading.
+  if (offsetBefore === offsetAfter) return local - offsetBefore;
+  const candidates: number[] = [];
+  for (const offset of [offsetBefore, offsetAfter]) {
+    const instant = local - offset;
+    if (utcOffsetMs(instant, timeZone) === offset) candidates.push(instant);
+  }
+  // Fall back: both readings exist, the earlier instant is the first occurrence.
+  if (candidates.length > 0) return Math.min(...candidates);
+  // Spring forward: the wall-clock time was skipped. Reading it with the earlier offset lands after the
+  // transition, with the later offset before it; the first valid instant is the transition itself.
+  return transitionBetween(local - offsetAfter, local - offsetBefore, timeZone);
+}
+
+const OFFSET_CACHE_MAX = 4096;
+const offsetsCache = new Map<string, { before: number; after: number }>();
+
+/**
+ * Offsets in force a day before and two days after local `day` begins. They differ only when a transition
+ * is near (offsets are within ±14 h, so these readings are outside the day's neighbourhood). Cached because
+ * the schedule engine converts many slot times on the same few days and Intl calls dominate its cost.
+ */
+function offsetsAround(day: number, timeZone: string): { before: number; after: number } {
+  const key = `${timeZone}|${day}`;
+  let offsets = offsetsCache.get(key);
+  if (!offsets) {
+    const dayStart = day * MS_PER_DAY;
+    offsets = {
+      before: utcOffsetMs(dayStart - MS_PER_DAY, timeZone),
+      after: utcOffsetMs(dayStart + 2 * MS_PER_DAY, timeZone),
+    };
+    if (offsetsCache.size >= OFFSET_CACHE_MAX) offsetsCache.clear();
+    offsetsCache.set(key, offsets);
+  }
+  return offsets;
+}
+
+/** First instant in (`before`, `after`] whose UTC offset differs from the one at `before`. */
+function transitionBetween(before: number, after: number, timeZone: string): number {
+  const offsetAtStart = utcOffsetMs(before, timeZone);
+  // Offsets change on whole seconds; bisect on seconds.
+  let low = Math.floor(before / 1000);
+  let high = Math.ceil(after / 1000);
+  while (high - low > 1) {
+    const middle = Math.floor((low + high) / 2);
+    if (utcOffsetMs(middle * 1000, timeZone) === offsetAtStart) low = middle;
+    else high = middle;
+  }
+  return high * 1000;
+}

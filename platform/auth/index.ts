@@ -1,0 +1,2 @@
+export * from './access-tokens.js';
+export * from './authenticate.js';

@@ -1,0 +1,247 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { isIanaTimezone, type Scope } from '../shared/index.js';
+import { loadOrCreatePlatformKeys } from './platform-keys.js';
+import { ConfigError, type RunningPlatform, startServing } from './serve.js';
+import { createSqliteStore } from './storage/sqlite-store.js';
+import type { Store } from './storage/store.js';
+
+/** Admin and serve commands (DESIGN.md §11). Admin commands open the data directory directly. */
+
+class UserError extends Error {}
+
+function integer(min: number, max: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a whole number');
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be between ${min} and ${max}`);
+    return n;
+  };
+}
+
+function print(json: boolean | undefined, data: unknown, human: string): void {
+  process.stdout.write(json ? `${JSON.stringify(data)}\n` : `${human}\n`);
+}
+
+async function withStore<T>(dataDir: string, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = createSqliteStore(dataDir, loadOrCreatePlatformKeys(dataDir));
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function banner(running: RunningPlatform, env: string): string {
+  const lines = [
+    `charger-platform ${env} listening on ${running.url}`,
+    `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
+  ];
+  const sb = running.sandbox;
+  if (sb) {
+    lines.push(
+      '',
+      'Sandbox API client (read, write):',
+      `  client_id:     ${sb.clientId}`,
+      `  client_secret: ${sb.clientSecret}`,
+      '',
+      'Try it:',
+      `  TOKEN=$(curl -s --cacert ${running.tls.certPath} ${running.url}/v1/operator/oauth/token \\`,
+      `    -H 'content-type: application/json' \\`,
+      `    -d '{"client_id":"${sb.clientId}","client_secret":"${sb.clientSecret}","grant_type":"client_credentials"}' \\`,
+      `    | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
+      `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" ${running.url}/v1/operator/devices/${sb.exampleDeviceId}`,
+      `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" "${running.url}/v1/operator/charging-records?size=5"`,
+      '',
+    );
+  }
+  return lines.join('\n');
+}
+
+const program = new Command('charger-platform')
+  .description('Charger platform integration API server and its admin commands')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('Serve both API surfaces over HTTPS')
+  .requiredOption('--data-dir <dir>', 'data directory (database, keys, TLS material)')
+  .option('--host <host>', 'address to listen on', '127.0.0.1')
+  .option('--port <port>', 'port to listen on (0 picks a free one)', integer(0, 65535), 8443)
+  .addOption(
+    new Option('--env <env>', 'deployment environment')
+      .choices(['production', 'sandbox'])
+      .default('production'),
+  )
+  .option('--tls-cert <file>', 'PEM certificate')
+  .option('--tls-key <file>', 'PEM private key')
+  .option('--self-signed', 'create a self-signed certificate in production')
+  .addOption(
+    new Option(
+      '--registration <policy>',
+      'charger registration policy (default: open in sandbox, allowlist in production)',
+    ).choices(['open', 'allowlist']),
+  )
+  .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
+  .addOption(
+    new Option('--log-level <level>', 'log level')
+      .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+      .default('info'),
+  )
+  .action(async (o) => {
+    const running = await startServing({
+      dataDir: o.dataDir,
+      host: o.host,
+      port: o.port,
+      env: o.env,
+      tlsCert: o.tlsCert,
+      tlsKey: o.tlsKey,
+      selfSigned: o.selfSigned,
+      registration: o.registration,
+      tokenTtl: o.tokenTtl,
+      logLevel: o.logLevel,
+    });
+    process.stderr.write(`${banner(running, o.env)}\n`);
+    let closing = false;
+    const shutdown = (signal: string) => {
+      if (closing) return;
+      closing = true;
+      process.stderr.write(`charger-platform: ${signal}, closing\n`);
+      running.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+  });
+
+const operators = program.command('operators').description('Manage operators (tenants)');
+operators
+  .command('create')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--name <name>')
+  .option('--json', 'machine-readable output')
+  .action(async (o) => {
+    const name = String(o.name).trim();
+    if (!name) throw new UserError('--name must not be empty');
+    const op = await withStore(o.dataDir, (s) => s.createOperator(name));
+    print(o.json, { operator_id: op.operator_id }, `created operator ${op.operator_id} (${op.name})`);
+  });
+operators
+  .command('list')
+  .requiredOption('--data-dir <dir>')
+  .option('--json', 'machine-readable output')
+  .action(async (o) => {
+    const list = await withStore(o.dataDir, (s) => s.listOperators());
+    print(o.json, list, list.map((x) => `${x.operator_id}\t${x.name}`).join('\n') || '(no operators)');
+  });
+
+const sites = program.command('sites').description('Manage sites');
+sites
+  .command('create')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--operator <id>')
+  .requiredOption('--name <name>')
+  .option('--timezone <tz>', 'IANA timezone', 'UTC')
+  .option('--json', 'machine-readable output')
+  .action(async (o) => {
+    if (!isIanaTimezone(o.timezone)) throw new UserError(`unknown timezone ${o.timezone}`);
+    const site = await withStore(o.dataDir, async (s) => {
+      if (!(await s.getOperator(o.operator))) throw new UserError(`no operator ${o.operator}`);
+      return s.createSite({ operator_id: o.operator, name: o.name, timezone: o.timezone });
+    });
+    print(o.json, { site_id: site.site_id }, `created site ${site.site_id} (${site.name}, ${site.timezone})`);
+  });
+sites
+  .command('list')
+  .requiredOption('--data-dir <dir>')
+  .option('--operator <id>')
+  .option('--json', 'machine-readable output')
+  .action(async (o) => {
+    const list = await withStore(o.dataDir, (s) => s.listSites(o.operator));
+    print(
+      o.json,
+      list.map(({ site_id, operator_id, name }) => ({ site_id, operator_id, name })),
+      list.map((x) => `${x.site_id}\t${x.operator_id}\t${x.name}\t${x.timezone}`).join('\n') || '(no sites)',
+    );
+  });
+
+program
+  .command('clients')
+  .description('Manage API clients')
+  .command('create')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--operator <ids>', 'operator id, or several separated by commas')
+  .requiredOption('--scopes <scopes>', 'read, write or read,write')
+  .option('--json', 'machine-readable output')
+  .action(async (o) => {
+    const operatorIds = String(o.operator)
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+    const scopes = [
+      ...new Set(
+        String(o.scopes)
+          .split(',')
+          .map((x) => x.trim()),
+      ),
+    ];
+    if (scopes.length === 0 || scopes.some((x) => x !== 'read' && x !== 'write')) {
+      throw new UserError('--scopes must be read, write or read,write');
+    }
+    if (operatorIds.length === 0) throw new UserError('--operator needs at least one operator id');
+    const { client, secret } = await withStore(o.dataDir, async (s) => {
+      for (const id of operatorIds) if (!(await s.getOperator(id))) throw new UserError(`no operator ${id}`);
+      return s.createClient({ operator_ids: operatorIds, scopes: scopes as Scope[] });
+    });
+    const out = { client_id: client.client_id, client_secret: secret, scopes: client.scopes };
+    print(
+      o.json,
+      out,
+      `client_id:     ${out.client_id}\nclient_secret: ${secret}\nscopes:        ${out.scopes.join(',')}`,
+    );
+  });
+
+const devices = program.command('devices').description('Manage chargers');
+devices
+  .command('allow')
+  .description('add a serial number to the registration allowlist')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--sn <sn>')
+  .action(async (o) => {
+    await withStore(o.dataDir, (s) => s.allowSerial(o.sn));
+    process.stdout.write(`serial ${o.sn} may register\n`);
+  });
+devices
+  .command('assign')
+  .description('put a charger in a site')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--device <id>')
+  .requiredOption('--site <id>')
+  .action(async (o) => {
+    await withStore(o.dataDir, async (s) => {
+      if (!(await s.getSite(o.site))) throw new UserError(`no site ${o.site}`);
+      if (!(await s.assignDevice(o.device, o.site))) throw new UserError(`no device ${o.device}`);
+    });
+    process.stdout.write(`device ${o.device} is in site ${o.site}\n`);
+  });
+devices
+  .command('reset')
+  .description('revoke a charger’s secret and tokens so that its serial number may register again')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--device <id>')
+  .action(async (o) => {
+    const done = await withStore(o.dataDir, (s) => s.resetDevice(o.device));
+    if (!done) throw new UserError(`no device ${o.device}`);
+    process.stdout.write(`device ${o.device} reset: its credentials are revoked and it may register again\n`);
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof UserError || err instanceof ConfigError) {
+    process.stderr.write(`charger-platform: ${err.message}\n`);
+    process.exit(1);
+  }
+  process.stderr.write(`charger-platform: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,90 @@
+import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
+import { loadOrCreatePlatformKeys } from './platform-keys.js';
+import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
+import { buildPlatform, type Platform } from './server.js';
+import { createSqliteStore } from './storage/sqlite-store.js';
+import { ensureSelfSignedCertificate, loadCertificate, type TlsMaterial } from './tls.js';
+
+export interface ServeOptions {
+  dataDir: string;
+  host: string;
+  port: number;
+  env: 'production' | 'sandbox';
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
+  selfSigned?: boolean | undefined;
+  registration?: 'open' | 'allowlist' | undefined;
+  tokenTtl?: number | undefined;
+  logLevel?: string | undefined;
+}
+
+export interface RunningPlatform {
+  platform: Platform;
+  url: string;
+  port: number;
+  tls: TlsMaterial;
+  sandbox?: SandboxInfo | undefined;
+  close(): Promise<void>;
+}
+
+export class ConfigError extends Error {}
+
+const ENV_SETTING = 'environment';
+
+/** Opens the data directory, prepares TLS and (in the sandbox) seed data, and listens. */
+export async function startServing(opts: ServeOptions): Promise<RunningPlatform> {
+  if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey))
+    throw new ConfigError('--tls-cert and --tls-key go together');
+  if (opts.env === 'production' && !opts.tlsCert && !opts.selfSigned) {
+    throw new ConfigError(
+      'production needs --tls-cert and --tls-key, or --self-signed to create a certificate',
+    );
+  }
+  const tls =
+    opts.tlsCert && opts.tlsKey
+      ? await loadCertificate(opts.tlsCert, opts.tlsKey)
+      : await ensureSelfSignedCertificate(opts.dataDir);
+
+  const keys = loadOrCreatePlatformKeys(opts.dataDir);
+  const store = createSqliteStore(opts.dataDir, keys);
+  try {
+    // Sandbox and production are separate deployments: one data directory never serves both.
+    const recorded = await store.getSetting(ENV_SETTING);
+    if (recorded && recorded !== opts.env) {
+      throw new ConfigError(
+        `data directory ${opts.dataDir} belongs to the ${recorded} environment, not ${opts.env}`,
+      );
+    }
+    if (!recorded) await store.setSetting(ENV_SETTING, opts.env);
+    const sandbox = opts.env === 'sandbox' ? await ensureSandbox(store, keys, Date.now()) : undefined;
+
+    const platform = await buildPlatform({
+      env: opts.env,
+      registration: opts.registration ?? (opts.env === 'sandbox' ? 'open' : 'allowlist'),
+      tokenTtlSeconds: opts.tokenTtl ?? ACCESS_TOKEN_TTL_SECONDS,
+      defaultSiteId: sandbox?.defaultSiteId,
+      store,
+      keys,
+      tls,
+      ...(opts.logLevel && opts.logLevel !== 'silent' ? { log: { level: opts.logLevel } } : {}),
+    });
+    await platform.app.listen({ host: opts.host, port: opts.port });
+    const address = platform.app.server.address();
+    const port = typeof address === 'object' && address ? address.port : opts.port;
+    const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+    return {
+      platform,
+      url: `https://${host}:${port}`,
+      port,
+      tls,
+      sandbox,
+      async close() {
+        await platform.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}

@@ -1,0 +1,165 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Versioned schema migrations, applied in order at start inside one transaction each. Times are epoch
+ * milliseconds (INTEGER) so that ordering and range filters are exact.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: the foundation
+  `
+  CREATE TABLE operators (
+    operator_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  );
+  CREATE TABLE sites (
+    site_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    name TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  );
+  CREATE INDEX sites_by_operator ON sites(operator_id);
+  CREATE TABLE clients (
+    client_id TEXT PRIMARY KEY,
+    secret_sealed TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  );
+  CREATE TABLE client_operators (
+    client_id TEXT NOT NULL REFERENCES clients(client_id),
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    PRIMARY KEY (client_id, operator_id)
+  );
+  CREATE TABLE allowed_serials (
+    sn TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL
+  );
+  CREATE TABLE devices (
+    device_id TEXT PRIMARY KEY,
+    sn TEXT NOT NULL UNIQUE,
+    model TEXT,
+    manufacturer TEXT,
+    firmware_version TEXT,
+    mac TEXT,
+    site_id TEXT REFERENCES sites(site_id),
+    registered INTEGER NOT NULL DEFAULT 1,
+    secret_sealed TEXT,
+    secret_gen INTEGER NOT NULL DEFAULT 1,
+    registered_ms INTEGER NOT NULL,
+    last_seen_ms INTEGER,
+    last_heartbeat_ms INTEGER,
+    reported_status TEXT,
+    fault_code INTEGER
+  );
+  CREATE INDEX devices_by_site ON devices(site_id);
+  CREATE TABLE connectors (
+    device_id TEXT NOT NULL REFERENCES devices(device_id),
+    connector_id INTEGER NOT NULL,
+    max_power_kw REAL,
+    v2g_capable INTEGER NOT NULL DEFAULT 0,
+    state TEXT,
+    power REAL,
+    voltage REAL,
+    current REAL,
+    energy_delivered REAL,
+    soc INTEGER,
+    temperature REAL,
+    last_telemetry_ms INTEGER,
+    PRIMARY KEY (device_id, connector_id)
+  );
+  CREATE TABLE telemetry (
+    id INTEGER PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    connector_id INTEGER NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    voltage REAL,
+    current REAL,
+    power REAL,
+    energy_delivered REAL,
+    soc INTEGER,
+    temperature REAL,
+    phase_details TEXT,
+    received_ms INTEGER NOT NULL
+  );
+  CREATE INDEX telemetry_by_device_time ON telemetry(device_id, ts_ms);
+  CREATE TABLE charging_records (
+    record_id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    connector_id INTEGER NOT NULL,
+    start_ms INTEGER NOT NULL,
+    end_ms INTEGER NOT NULL,
+    energy REAL NOT NULL,
+    max_power REAL,
+    avg_power REAL,
+    cost REAL,
+    meter_start REAL,
+    meter_end REAL,
+    vin TEXT,
+    soc_start INTEGER,
+    soc_end INTEGER
+  );
+  CREATE INDEX charging_records_by_start ON charging_records(start_ms DESC);
+  CREATE INDEX charging_records_by_device ON charging_records(device_id, start_ms DESC);
+  CREATE TABLE commands (
+    command_id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    command TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    expiry_ms INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    control_id TEXT,
+    client_id TEXT
+  );
+  CREATE INDEX commands_pending ON commands(device_id, status) WHERE status IN ('queued', 'delivered');
+  CREATE TABLE command_history (
+    command_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    reason TEXT
+  );
+  CREATE INDEX command_history_by_command ON command_history(command_id, at_ms);
+  CREATE TABLE schedules (
+    device_id TEXT NOT NULL,
+    connector_id INTEGER NOT NULL,
+    schedule_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    PRIMARY KEY (device_id, connector_id, schedule_id)
+  );
+  CREATE TABLE controls (
+    control_id TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL,
+    target_type TEXT NOT NULL,
+    target_ids TEXT NOT NULL,
+    command TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    ends_ms INTEGER NOT NULL
+  );
+  CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
+];
+
+export function migrate(db: Database.Database): number {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(
+      `database schema version ${current} is newer than this build knows (${MIGRATIONS.length}); upgrade the platform`,
+    );
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    }).immediate();
+  }
+  return MIGRATIONS.length;
+}

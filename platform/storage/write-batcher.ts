@@ -1,0 +1,60 @@
+import type Database from 'better-sqlite3';
+
+interface PendingWrite {
+  run: () => void;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit: writes queued in the same turn of the event loop share one SQLite transaction, and each
+ * caller's promise settles only after that transaction committed. Hot paths (telemetry, heartbeat) stay
+ * durable-before-acknowledged without paying one fsync per request. Each write runs in its own savepoint, so
+ * one failing write does not undo the others.
+ */
+export function createWriteBatcher(db: Database.Database) {
+  let queue: PendingWrite[] = [];
+  let scheduled = false;
+
+  const flush = () => {
+    scheduled = false;
+    const batch = queue;
+    queue = [];
+    const outcomes: Array<unknown> = new Array(batch.length);
+    try {
+      db.transaction(() => {
+        batch.forEach((w, i) => {
+          try {
+            db.transaction(w.run)();
+            outcomes[i] = null;
+          } catch (err) {
+            outcomes[i] = err ?? new Error('write failed');
+          }
+        });
+      }).immediate();
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+      return;
+    }
+    batch.forEach((w, i) => {
+      if (outcomes[i] === null) w.resolve();
+      else w.reject(outcomes[i]);
+    });
+  };
+
+  return {
+    write(run: () => void): Promise<void> {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ run, resolve, reject });
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      });
+    },
+    /** Flush now (shutdown). */
+    drain(): void {
+      if (queue.length > 0) flush();
+    },
+  };
+}
