@@ -1,0 +1,181 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request as undiciRequest } from 'undici';
+import type { Scope } from '../../shared/index.js';
+import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import { buildPlatform, type Platform } from '../../platform/server.js';
+import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
+import type { Store } from '../../platform/storage/store.js';
+import { ensureSelfSignedCertificate } from '../../platform/tls.js';
+
+export interface HttpResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected field by field
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  token?: string;
+  /** JSON-encoded unless `raw` is given. */
+  json?: unknown;
+  raw?: string | Buffer;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export function httpClient(baseUrl: string, ca: string) {
+  const dispatcher = new Agent({ connect: { ca }, keepAliveTimeout: 1000 });
+  async function call(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | Buffer | undefined;
+    if (opts.raw !== undefined) {
+      body = opts.raw;
+      if (opts.contentType) headers['content-type'] = opts.contentType;
+    } else if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json);
+      headers['content-type'] = opts.contentType ?? 'application/json';
+    }
+    const res = await undiciRequest(`${baseUrl}${path}`, {
+      method: method as 'GET',
+      headers,
+      body,
+      dispatcher,
+    });
+    const text = await res.body.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers, body: parsed, text };
+  }
+  return {
+    call,
+    get: (path: string, opts?: RequestOptions) => call('GET', path, opts),
+    post: (path: string, opts?: RequestOptions) => call('POST', path, opts),
+    delete: (path: string, opts?: RequestOptions) => call('DELETE', path, opts),
+    close: () => dispatcher.close(),
+  };
+}
+export type HttpClient = ReturnType<typeof httpClient>;
+
+export interface TestPlatform {
+  url: string;
+  port: number;
+  ca: string;
+  dataDir: string;
+  store: Store;
+  platform: Platform;
+  http: HttpClient;
+  /** Fake clock: move the platform's time forward. */
+  advance(ms: number): void;
+  stop(): Promise<void>;
+}
+
+/** A real platform over real HTTPS on an ephemeral loopback port, on a fresh SQLite data directory. */
+export async function startTestPlatform(
+  opts: { registration?: 'open' | 'allowlist'; tokenTtlSeconds?: number; defaultSiteId?: string; dataDir?: string } = {},
+): Promise<TestPlatform> {
+  const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
+  const tls = await ensureSelfSignedCertificate(dataDir);
+  const keys = loadOrCreatePlatformKeys(dataDir);
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const store = createSqliteStore(dataDir, keys, now);
+  const platform = await buildPlatform({
+    env: 'production',
+    registration: opts.registration ?? 'open',
+    tokenTtlSeconds: opts.tokenTtlSeconds ?? 86_400,
+    defaultSiteId: opts.defaultSiteId,
+    store,
+    keys,
+    tls,
+    now,
+  });
+  await platform.app.listen({ host: '127.0.0.1', port: 0 });
+  const address = platform.app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const url = `https://127.0.0.1:${port}`;
+  const http = httpClient(url, tls.cert);
+  return {
+    url,
+    port,
+    ca: tls.cert,
+    dataDir,
+    store,
+    platform,
+    http,
+    advance(ms) {
+      offset += ms;
+    },
+    async stop() {
+      await http.close();
+      await platform.close();
+      await store.close();
+      if (!opts.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An operator with one site, and a client on it. */
+export async function createTenant(
+  tp: TestPlatform,
+  name: string,
+  scopes: Scope[] = ['read', 'write'],
+): Promise<{ operatorId: string; siteId: string; clientId: string; clientSecret: string; token: string }> {
+  const op = await tp.store.createOperator(name);
+  const site = await tp.store.createSite({ operator_id: op.operator_id, name: `${name} site`, timezone: 'Europe/Berlin' });
+  const { client, secret } = await tp.store.createClient({ operator_ids: [op.operator_id], scopes });
+  const token = await operatorToken(tp.http, client.client_id, secret);
+  return { operatorId: op.operator_id, siteId: site.site_id, clientId: client.client_id, clientSecret: secret, token };
+}
+
+export async function operatorToken(http: HttpClient, clientId: string, clientSecret: string): Promise<string> {
+  const res = await http.post('/v1/operator/oauth/token', {
+    json: { client_id: clientId, client_secret: clientSecret, grant_type: 'client_credentials' },
+  });
+  if (res.status !== 200) throw new Error(`token: ${res.status} ${res.text}`);
+  return res.body.access_token as string;
+}
+
+export interface RegisteredDevice {
+  deviceId: string;
+  secret: string;
+  token: string;
+}
+
+/** Registers a charger over the API, puts it in `siteId` and exchanges its secret for a token. */
+export async function registerDevice(
+  tp: TestPlatform,
+  sn: string,
+  siteId: string | undefined,
+  connectors = [
+    { connector_id: 1, max_power_kw: 22, v2g_capable: false },
+    { connector_id: 2, max_power_kw: 50, v2g_capable: true },
+  ],
+): Promise<RegisteredDevice> {
+  const reg = await tp.http.post('/v1/device/register', {
+    json: { sn, model: 'Test AC', manufacturer: 'Acme', firmware_version: '1.0.0', connectors },
+  });
+  if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.text}`);
+  const { device_id, device_secret } = reg.body.data;
+  if (siteId) await tp.store.assignDevice(device_id, siteId);
+  const tok = await tp.http.post('/v1/device/token', {
+    json: { device_id, device_secret, grant_type: 'client_credentials' },
+  });
+  if (tok.status !== 200) throw new Error(`device token: ${tok.status} ${tok.text}`);
+  return { deviceId: device_id, secret: device_secret, token: tok.body.data.access_token };
+}
+
+/** Asserts the spec's ErrorResponse shape and returns it. */
+export function expectError(res: HttpResult, status: number, code: number): HttpResult['body'] {
+  if (res.status !== status || res.body?.code !== code || typeof res.body?.message !== 'string') {
+    throw new Error(`expected ${status}/${code}, got ${res.status} ${res.text}`);
+  }
+  return res.body;
+}

@@ -1,0 +1,588 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createTenant,
+  expectError,
+  operatorToken,
+  type RegisteredDevice,
+  registerDevice,
+  startTestPlatform,
+  type TestPlatform,
+} from '../helpers/platform.js';
+
+let tp: TestPlatform;
+let tenant: Awaited<ReturnType<typeof createTenant>>;
+let other: Awaited<ReturnType<typeof createTenant>>;
+let dev: RegisteredDevice;
+let otherDev: RegisteredDevice;
+
+beforeAll(async () => {
+  tp = await startTestPlatform();
+  tenant = await createTenant(tp, 'Alpha Energy');
+  other = await createTenant(tp, 'Beta Charging');
+  dev = await registerDevice(tp, 'OP-SN-1', tenant.siteId);
+  otherDev = await registerDevice(tp, 'OP-SN-2', other.siteId);
+});
+afterAll(async () => {
+  await tp.stop();
+});
+
+describe('POST /v1/operator/oauth/token', () => {
+  const path = '/v1/operator/oauth/token';
+
+  it('issues an unenveloped bearer token from a JSON body', async () => {
+    const res = await tp.http.post(path, {
+      json: {
+        client_id: tenant.clientId,
+        client_secret: tenant.clientSecret,
+        grant_type: 'client_credentials',
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 86400, scope: 'read write' });
+    expect(typeof res.body.access_token).toBe('string');
+    expect(res.body.code).toBeUndefined();
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('accepts form-urlencoded bodies and HTTP Basic client authentication', async () => {
+    const form = new URLSearchParams({
+      client_id: tenant.clientId,
+      client_secret: tenant.clientSecret,
+      grant_type: 'client_credentials',
+    });
+    const viaForm = await tp.http.post(path, {
+      raw: form.toString(),
+      contentType: 'application/x-www-form-urlencoded',
+    });
+    expect(viaForm.status).toBe(200);
+    expect(viaForm.body.token_type).toBe('Bearer');
+
+    const basic = Buffer.from(
+      `${encodeURIComponent(tenant.clientId)}:${encodeURIComponent(tenant.clientSecret)}`,
+    ).toString('base64');
+    const viaBasic = await tp.http.post(path, {
+      raw: 'grant_type=client_credentials',
+      contentType: 'application/x-www-form-urlencoded',
+      headers: { authorization: `Basic ${basic}` },
+    });
+    expect(viaBasic.status).toBe(200);
+    const devices = await tp.http.get(`/v1/operator/devices/${dev.deviceId}`, {
+      token: viaBasic.body.access_token,
+    });
+    expect(devices.status).toBe(200);
+  });
+
+  it('narrows scopes on request and refuses scopes the client lacks', async () => {
+    const ro = await tp.http.post(path, {
+      json: {
+        client_id: tenant.clientId,
+        client_secret: tenant.clientSecret,
+        grant_type: 'client_credentials',
+        scope: 'read',
+      },
+    });
+    expect(ro.body.scope).toBe('read');
+    const stop = await tp.http.post(`/v1/operator/devices/${dev.deviceId}/connectors/1/stop`, {
+      token: ro.body.access_token,
+      json: {},
+    });
+    expectError(stop, 403, 2003);
+
+    const readOnly = await createTenant(tp, 'Gamma Read', ['read']);
+    const widen = await tp.http.post(path, {
+      json: {
+        client_id: readOnly.clientId,
+        client_secret: readOnly.clientSecret,
+        grant_type: 'client_credentials',
+        scope: 'read write',
+      },
+    });
+    expectError(widen, 403, 2003);
+  });
+
+  it('refuses a wrong grant_type, a wrong secret and an unknown client', async () => {
+    const grant = await tp.http.post(path, {
+      json: { client_id: tenant.clientId, client_secret: tenant.clientSecret, grant_type: 'password' },
+    });
+    expect(expectError(grant, 400, 1001).details).toEqual({ field: 'grant_type', value: 'password' });
+
+    const wrong = await tp.http.post(path, {
+      json: { client_id: tenant.clientId, client_secret: 'not-the-secret', grant_type: 'client_credentials' },
+    });
+    expectError(wrong, 401, 2001);
+
+    const unknown = await tp.http.post(path, {
+      json: { client_id: 'cli_nobody', client_secret: 'x', grant_type: 'client_credentials' },
+    });
+    expectError(unknown, 401, 2001);
+    expect(unknown.body.message).toBe(wrong.body.message);
+  });
+
+  it('never echoes a secret in a validation error', async () => {
+    const res = await tp.http.post(path, {
+      json: { client_id: tenant.clientId, client_secret: 'x'.repeat(300), grant_type: 'client_credentials' },
+    });
+    const body = expectError(res, 400, 1001);
+    expect(body.details).toEqual({ field: 'client_secret', value: '[redacted]' });
+  });
+
+  it('keeps earlier tokens valid when a new one is issued', async () => {
+    const first = await operatorToken(tp.http, tenant.clientId, tenant.clientSecret);
+    const second = await operatorToken(tp.http, tenant.clientId, tenant.clientSecret);
+    for (const token of [first, second, tenant.token]) {
+      const res = await tp.http.get(`/v1/operator/devices/${dev.deviceId}`, { token });
+      expect(res.status).toBe(200);
+    }
+  });
+});
+
+describe('GET /v1/operator/devices/{device_id}', () => {
+  it('returns the device with its connectors’ live state', async () => {
+    const ts = new Date(Date.now() - 1000).toISOString();
+    const tel = await tp.http.post('/v1/device/telemetry', {
+      token: dev.token,
+      json: {
+        timestamp: ts,
+        connector_id: 1,
+        state: 'charging',
+        voltage: 230.5,
+        current: 16,
+        power: 11.04,
+        energy_delivered: 3.2,
+        soc: 47,
+        temperature: 31.5,
+      },
+    });
+    expect(tel.status).toBe(200);
+    const res = await tp.http.get(`/v1/operator/devices/${dev.deviceId}`, { token: tenant.token });
+    expect(res.status).toBe(200);
+    expect(res.body.code).toBe(0);
+    expect(res.body.message).toBe('success');
+    const d = res.body.data;
+    expect(d).toMatchObject({
+      device_id: dev.deviceId,
+      sn: 'OP-SN-1',
+      model: 'Test AC',
+      manufacturer: 'Acme',
+      firmware_version: '1.0.0',
+      status: 'online',
+      site_id: tenant.siteId,
+    });
+    expect(d.connectors).toHaveLength(2);
+    expect(d.connectors[0]).toMatchObject({
+      connector_id: 1,
+      status: 'charging',
+      power: 11.04,
+      voltage: 230.5,
+      current: 16,
+      energy_delivered: 3.2,
+      soc: 47,
+      temperature: 31.5,
+      last_telemetry_time: ts,
+    });
+    expect(d.connectors[1]).toMatchObject({ connector_id: 2, v2g_capable: true, max_power_kw: 50 });
+  });
+
+  it('answers 404/3001 for an unknown device and, identically, for another tenant’s device', async () => {
+    const unknown = await tp.http.get('/v1/operator/devices/dev_doesnotexist', { token: tenant.token });
+    const foreign = await tp.http.get(`/v1/operator/devices/${otherDev.deviceId}`, { token: tenant.token });
+    expectError(unknown, 404, 3001);
+    expectError(foreign, 404, 3001);
+    expect(foreign.body).toEqual(unknown.body);
+  });
+
+  it('hides a registered device that is in no site', async () => {
+    const loose = await registerDevice(tp, 'OP-SN-LOOSE', undefined);
+    expectError(
+      await tp.http.get(`/v1/operator/devices/${loose.deviceId}`, { token: tenant.token }),
+      404,
+      3001,
+    );
+  });
+
+  it('refuses requests without a valid operator token', async () => {
+    const path = `/v1/operator/devices/${dev.deviceId}`;
+    expectError(await tp.http.get(path), 401, 2001);
+    expectError(await tp.http.get(path, { token: 'op.garbage.token' }), 401, 2001);
+    expectError(await tp.http.get(path, { token: dev.token }), 401, 2001);
+    const tampered = `${tenant.token.slice(0, -3)}${tenant.token.slice(-3) === 'AAA' ? 'BBB' : 'AAA'}`;
+    expectError(await tp.http.get(path, { token: tampered }), 401, 2001);
+  });
+});
+
+describe('GET /v1/operator/charging-records', () => {
+  const H = 3_600_000;
+  const base = Date.parse('2026-06-01T00:00:00Z');
+  beforeAll(async () => {
+    const rec = (id: string, deviceId: string, connector: number, startH: number, endH: number) => ({
+      record_id: id,
+      device_id: deviceId,
+      connector_id: connector,
+      start_time: new Date(base + startH * H).toISOString(),
+      end_time: new Date(base + endH * H).toISOString(),
+      energy: 10,
+      max_power: 11,
+      avg_power: 7,
+      cost: 3.5,
+      meter_start: 100,
+      meter_end: 110,
+      vehicle_info: { vin: 'VIN1', soc_start: 20, soc_end: 80 },
+    });
+    await tp.store.insertChargingRecords([
+      rec('r1', dev.deviceId, 1, 0, 2),
+      rec('r2', dev.deviceId, 2, 3, 5),
+      rec('r3', dev.deviceId, 1, 6, 7),
+      rec('r4', otherDev.deviceId, 1, 1, 4),
+    ]);
+  });
+  const q = (query: string) => tp.http.get(`/v1/operator/charging-records${query}`, { token: tenant.token });
+
+  it('lists the tenant’s records newest first with the default page and size', async () => {
+    const res = await q('');
+    expect(res.status).toBe(200);
+    expect(res.body.data.page).toBe(1);
+    expect(res.body.data.size).toBe(20);
+    expect(res.body.data.total).toBe(3);
+    expect(res.body.data.items.map((r: { record_id: string }) => r.record_id)).toEqual(['r3', 'r2', 'r1']);
+    expect(res.body.data.items[2]).toEqual({
+      record_id: 'r1',
+      device_id: dev.deviceId,
+      connector_id: 1,
+      start_time: '2026-06-01T00:00:00.000Z',
+      end_time: '2026-06-01T02:00:00.000Z',
+      energy: 10,
+      max_power: 11,
+      avg_power: 7,
+      cost: 3.5,
+      meter_start: 100,
+      meter_end: 110,
+      vehicle_info: { vin: 'VIN1', soc_start: 20, soc_end: 80 },
+    });
+  });
+
+  it('filters by device, connector and overlapping time window [start_time, end_time)', async () => {
+    const ids = async (query: string) =>
+      (await q(query)).body.data.items.map((r: { record_id: string }) => r.record_id);
+    expect(await ids('?connector_id=1')).toEqual(['r3', 'r1']);
+    expect(await ids(`?device_id=${dev.deviceId}&connector_id=2`)).toEqual(['r2']);
+    // Window 02:00-03:00 touches r1's end and r2's start: neither overlaps.
+    expect(await ids('?start_time=2026-06-01T02:00:00Z&end_time=2026-06-01T03:00:00Z')).toEqual([]);
+    expect(await ids('?start_time=2026-06-01T01:59:00Z&end_time=2026-06-01T03:00:01Z')).toEqual(['r2', 'r1']);
+    expect(await ids('?start_time=2026-06-01T03:30:00%2B02:00')).toEqual(['r3', 'r2', 'r1']);
+    expect(await ids(`?device_id=${otherDev.deviceId}`)).toEqual([]);
+  });
+
+  it('pages', async () => {
+    const p2 = await q('?size=2&page=2');
+    expect(p2.body.data).toMatchObject({ total: 3, page: 2, size: 2 });
+    expect(p2.body.data.items.map((r: { record_id: string }) => r.record_id)).toEqual(['r1']);
+    const beyond = await q('?size=100&page=5');
+    expect(beyond.body.data).toMatchObject({ total: 3, page: 5, size: 100, items: [] });
+  });
+
+  it.each([
+    ['?page=0', 'page', '0'],
+    ['?size=0', 'size', '0'],
+    ['?size=101', 'size', '101'],
+    ['?connector_id=0', 'connector_id', '0'],
+    ['?page=abc', 'page', 'abc'],
+    ['?size=1.5', 'size', '1.5'],
+    ['?start_time=yesterday', 'start_time', 'yesterday'],
+    ['?end_time=2026-13-01T00:00:00Z', 'end_time', '2026-13-01T00:00:00Z'],
+    ['?start_time=2026-06-02T00:00:00Z&end_time=2026-06-01T00:00:00Z', 'end_time', '2026-06-01T00:00:00Z'],
+    ['?colour=blue', 'colour', 'blue'],
+    ['?page=1&page=2', 'page', '[array of 2]'],
+  ])('refuses %s with 400/1001 naming the field', async (query, field, value) => {
+    const body = expectError(await q(query), 400, 1001);
+    expect(body.details).toEqual({ field, value });
+  });
+});
+
+describe('remote commands', () => {
+  const connectorPath = (deviceId: string, connector: number, action: string) =>
+    `/v1/operator/devices/${deviceId}/connectors/${connector}/${action}`;
+
+  it('queues a stop, with or without a reason, and delivers it on the heartbeat', async () => {
+    const res = await tp.http.post(connectorPath(dev.deviceId, 1, 'stop'), {
+      token: tenant.token,
+      json: { reason: 'time_limit' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data.status).toBe('queued');
+    const bare = await tp.http.post(connectorPath(dev.deviceId, 2, 'stop'), { token: tenant.token });
+    expect(bare.body.data.status).toBe('queued');
+
+    const hb = await tp.http.post('/v1/device/heartbeat', {
+      token: dev.token,
+      json: { timestamp: new Date().toISOString(), status: 'online', fault_code: 0 },
+    });
+    const cmds = hb.body.data.commands as Array<{ command_id: string; command: string; params: unknown }>;
+    expect(cmds.find((c) => c.command_id === res.body.data.command_id)).toMatchObject({
+      command: 'stop',
+      params: { connector_id: 1, reason: 'time_limit' },
+    });
+    expect(cmds.find((c) => c.command_id === bare.body.data.command_id)?.params).toEqual({
+      connector_id: 2,
+      reason: 'user_request',
+    });
+  });
+
+  it('refuses stop for unknown connectors, foreign devices and bad bodies', async () => {
+    expectError(
+      await tp.http.post(connectorPath(dev.deviceId, 9, 'stop'), { token: tenant.token, json: {} }),
+      404,
+      3001,
+    );
+    expectError(
+      await tp.http.post(connectorPath(otherDev.deviceId, 1, 'stop'), { token: tenant.token, json: {} }),
+      404,
+      3001,
+    );
+    const zero = expectError(
+      await tp.http.post(connectorPath(dev.deviceId, 0, 'stop'), { token: tenant.token, json: {} }),
+      400,
+      1001,
+    );
+    expect(zero.details).toEqual({ field: 'connector_id', value: '0' });
+    const extra = expectError(
+      await tp.http.post(connectorPath(dev.deviceId, 1, 'stop'), {
+        token: tenant.token,
+        json: { reason: 'x', force: true },
+      }),
+      400,
+      1001,
+    );
+    expect(extra.details).toEqual({ field: 'force', value: true });
+  });
+
+  it('queues a discharge only on a V2G-capable connector', async () => {
+    const ok = await tp.http.post(connectorPath(dev.deviceId, 2, 'discharge'), {
+      token: tenant.token,
+      json: { discharge_power: 7.4, duration: 1800, min_soc: 30 },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data).toEqual({ command_id: expect.stringMatching(/^cmd_/), status: 'queued' });
+    expectError(
+      await tp.http.post(connectorPath(dev.deviceId, 1, 'discharge'), {
+        token: tenant.token,
+        json: { discharge_power: 7.4, duration: 1800 },
+      }),
+      409,
+      4001,
+    );
+    const soc = expectError(
+      await tp.http.post(connectorPath(dev.deviceId, 2, 'discharge'), {
+        token: tenant.token,
+        json: { discharge_power: 7.4, duration: 1800, min_soc: 101 },
+      }),
+      400,
+      1001,
+    );
+    expect(soc.details).toEqual({ field: 'min_soc', value: 101 });
+    const power = expectError(
+      await tp.http.post(connectorPath(dev.deviceId, 2, 'discharge'), {
+        token: tenant.token,
+        json: { discharge_power: -3, duration: 1800 },
+      }),
+      400,
+      1001,
+    );
+    expect(power.details.field).toBe('discharge_power');
+  });
+
+  const schedule = {
+    schedule_id: 'night-1',
+    type: 'weekly',
+    timezone: 'Europe/Berlin',
+    target_soc: 80,
+    effective_from: '2026-01-01T00:00:00Z',
+    effective_until: '2027-01-01T00:00:00Z',
+    time_slots: [
+      {
+        day_of_week: ['mon', 'tue', 'wed', 'thu', 'fri'],
+        start: '22:00',
+        end: '06:00',
+        power_limit: 11,
+        action: 'charge',
+      },
+    ],
+  };
+
+  it('stores a schedule and queues it for the charger', async () => {
+    const res = await tp.http.post(connectorPath(dev.deviceId, 1, 'schedule'), {
+      token: tenant.token,
+      json: schedule,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({
+      device_id: dev.deviceId,
+      connector_id: 1,
+      status: 'queued',
+      schedule: { ...schedule, enabled: true },
+    });
+    const hb = await tp.http.post('/v1/device/heartbeat', {
+      token: dev.token,
+      json: { timestamp: new Date().toISOString(), status: 'online', fault_code: 0 },
+    });
+    const cmd = hb.body.data.commands.find(
+      (c: { command_id: string }) => c.command_id === res.body.data.command_id,
+    );
+    expect(cmd).toMatchObject({
+      command: 'set_schedule',
+      params: { connector_id: 1, schedule: { schedule_id: 'night-1' } },
+    });
+  });
+
+  it.each([
+    [{ ...schedule, timezone: 'Mars/Olympus' }, 'timezone', 'Mars/Olympus'],
+    [{ ...schedule, type: 'monthly' }, 'type', 'monthly'],
+    [{ ...schedule, target_soc: 101 }, 'target_soc', 101],
+    [{ ...schedule, effective_from: '2026-02-30T25:00:00Z' }, 'effective_from', '2026-02-30T25:00:00Z'],
+    [
+      { ...schedule, time_slots: [{ ...schedule.time_slots[0], start: '24:00' }] },
+      'time_slots.0.start',
+      '24:00',
+    ],
+    [
+      { ...schedule, time_slots: [{ ...schedule.time_slots[0], day_of_week: ['funday'] }] },
+      'time_slots.0.day_of_week.0',
+      'funday',
+    ],
+    [
+      { ...schedule, time_slots: [{ ...schedule.time_slots[0], action: 'fly' }] },
+      'time_slots.0.action',
+      'fly',
+    ],
+    [{ ...schedule, time_slots: [] }, 'time_slots', '[array of 0]'],
+    [{ ...schedule, effective_until: '2025-01-01T00:00:00Z' }, 'effective_until', '2025-01-01T00:00:00Z'],
+  ])('refuses an invalid schedule (%#) naming the field', async (body, field, value) => {
+    const res = await tp.http.post(connectorPath(dev.deviceId, 1, 'schedule'), {
+      token: tenant.token,
+      json: body,
+    });
+    expect(expectError(res, 400, 1001).details).toEqual({ field, value });
+  });
+
+  it('refuses discharge slots on a connector without V2G', async () => {
+    const res = await tp.http.post(connectorPath(dev.deviceId, 1, 'schedule'), {
+      token: tenant.token,
+      json: { ...schedule, time_slots: [{ ...schedule.time_slots[0], action: 'discharge' }] },
+    });
+    expectError(res, 409, 4001);
+  });
+});
+
+describe('POST /v1/operator/control/flexibility', () => {
+  const path = '/v1/operator/control/flexibility';
+
+  it('fans out one command per charger of the targeted site', async () => {
+    const site2 = await tp.store.createSite({
+      operator_id: tenant.operatorId,
+      name: 'Flex site',
+      timezone: 'UTC',
+    });
+    const a = await registerDevice(tp, 'FLEX-A', site2.site_id);
+    const b = await registerDevice(tp, 'FLEX-B', site2.site_id);
+    const res = await tp.http.post(path, {
+      token: tenant.token,
+      json: {
+        target_type: 'site',
+        target_ids: [site2.site_id],
+        command: 'set_power_limit',
+        params: { power_limit_percent: 50, duration: 3600, reason: 'grid_peak' },
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      control_id: expect.stringMatching(/^ctl_/),
+      status: 'executing',
+      device_count: 2,
+    });
+    for (const d of [a, b]) {
+      const hb = await tp.http.post('/v1/device/heartbeat', {
+        token: d.token,
+        json: { timestamp: new Date().toISOString(), status: 'online', fault_code: 0 },
+      });
+      expect(hb.body.data.commands).toHaveLength(1);
+      expect(hb.body.data.commands[0]).toMatchObject({
+        command: 'set_power_limit',
+        params: {
+          power_limit_percent: 50,
+          duration: 3600,
+          reason: 'grid_peak',
+          control_id: res.body.data.control_id,
+        },
+      });
+      const p = hb.body.data.commands[0].params;
+      expect(Date.parse(p.ends_at) - Date.parse(p.starts_at)).toBe(3_600_000);
+      expect(hb.body.data.commands[0].expiry).toBe(p.ends_at);
+    }
+  });
+
+  it('targets every visible charger with all and only the tenant’s', async () => {
+    const res = await tp.http.post(path, {
+      token: other.token,
+      json: { target_type: 'all', command: 'pause_charging', params: { duration: 600 } },
+    });
+    expect(res.body.data.device_count).toBe(1);
+    const hb = await tp.http.post('/v1/device/heartbeat', {
+      token: otherDev.token,
+      json: { timestamp: new Date().toISOString(), status: 'online', fault_code: 0 },
+    });
+    expect(hb.body.data.commands.map((c: { command: string }) => c.command)).toContain('pause_charging');
+  });
+
+  it('refuses another tenant’s site or operator as 404/3001', async () => {
+    const body = { command: 'pause_charging', params: { duration: 60 } };
+    expectError(
+      await tp.http.post(path, {
+        token: tenant.token,
+        json: { ...body, target_type: 'site', target_ids: [other.siteId] },
+      }),
+      404,
+      3001,
+    );
+    expectError(
+      await tp.http.post(path, {
+        token: tenant.token,
+        json: { ...body, target_type: 'operator', target_ids: [other.operatorId] },
+      }),
+      404,
+      3001,
+    );
+  });
+
+  it.each([
+    [{ target_type: 'site', command: 'pause_charging', params: { duration: 60 } }, 'target_ids', null],
+    [{ target_type: 'galaxy', command: 'pause_charging', params: { duration: 60 } }, 'target_type', 'galaxy'],
+    [{ target_type: 'all', command: 'explode', params: { duration: 60 } }, 'command', 'explode'],
+    [
+      { target_type: 'all', command: 'set_power_limit', params: { power_limit_percent: 101, duration: 60 } },
+      'params.power_limit_percent',
+      101,
+    ],
+    [
+      { target_type: 'all', command: 'set_power_limit', params: { power_limit_percent: -1, duration: 60 } },
+      'params.power_limit_percent',
+      -1,
+    ],
+    [
+      { target_type: 'all', command: 'set_power_limit', params: { duration: 60 } },
+      'params.power_limit_percent',
+      null,
+    ],
+    [{ target_type: 'all', command: 'pause_charging', params: { duration: 0 } }, 'params.duration', 0],
+  ])('refuses an invalid control (%#)', async (body, field, value) => {
+    const res = await tp.http.post(path, { token: tenant.token, json: body });
+    expect(expectError(res, 400, 1001).details).toEqual({ field, value });
+  });
+
+  it('needs the write scope', async () => {
+    const reader = await createTenant(tp, 'Delta Read', ['read']);
+    const res = await tp.http.post(path, {
+      token: reader.token,
+      json: { target_type: 'all', command: 'pause_charging', params: { duration: 60 } },
+    });
+    expectError(res, 403, 2003);
+  });
+});
