@@ -45,7 +45,8 @@ function simulatedHalModuleUrl(): string {
 }
 
 function moduleSpecifierOf(spec: string, baseDir: string): string {
-  const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || path.isAbsolute(spec) || /\.[cm]?[jt]s$/.test(spec);
+  const looksLikePath =
+    spec.startsWith('.') || spec.startsWith('/') || path.isAbsolute(spec) || /\.[cm]?[jt]s$/.test(spec);
   return looksLikePath ? pathToFileURL(path.resolve(baseDir, spec)).href : spec;
 }
 

@@ -110,6 +110,8 @@ export class HalError extends Error {
 /** By shape, not `instanceof`: an OEM module may carry its own copy of this file. */
 export function isHalError(error: unknown): error is HalError {
   return (
-    error instanceof Error && error.name === 'HalError' && typeof (error as { code?: unknown }).code === 'string'
+    error instanceof Error &&
+    error.name === 'HalError' &&
+    typeof (error as { code?: unknown }).code === 'string'
   );
 }

@@ -106,6 +106,21 @@ export function instantAtWallClock(day: number, minuteOfDay: number, timeZone: s
   const { before: offsetBefore, after: offsetAfter } = offsetsAround(wholeDay, timeZone);
   // No transition near this day: one offset, one reading.
   if (offsetBefore === offsetAfter) return local - offsetBefore;
+  const key = `${timeZone}|${local}`;
+  const cached = nearTransitionCache.get(key);
+  if (cached !== undefined) return cached;
+  const instant = instantNearTransition(local, offsetBefore, offsetAfter, timeZone);
+  if (nearTransitionCache.size >= CACHE_MAX) nearTransitionCache.clear();
+  nearTransitionCache.set(key, instant);
+  return instant;
+}
+
+function instantNearTransition(
+  local: number,
+  offsetBefore: number,
+  offsetAfter: number,
+  timeZone: string,
+): number {
   const candidates: number[] = [];
   for (const offset of [offsetBefore, offsetAfter]) {
     const instant = local - offset;
@@ -118,13 +133,14 @@ export function instantAtWallClock(day: number, minuteOfDay: number, timeZone: s
   return transitionBetween(local - offsetAfter, local - offsetBefore, timeZone);
 }
 
-const OFFSET_CACHE_MAX = 4096;
+// Bounded caches: conversions repeat on the same few days, and Intl calls dominate the engine's cost.
+const CACHE_MAX = 4096;
 const offsetsCache = new Map<string, { before: number; after: number }>();
+const nearTransitionCache = new Map<string, number>();
 
 /**
  * Offsets in force a day before and two days after local `day` begins. They differ only when a transition
- * is near (offsets are within ±14 h, so these readings are outside the day's neighbourhood). Cached because
- * the schedule engine converts many slot times on the same few days and Intl calls dominate its cost.
+ * is near (offsets are within ±14 h, so these readings are outside the day's neighbourhood).
  */
 function offsetsAround(day: number, timeZone: string): { before: number; after: number } {
   const key = `${timeZone}|${day}`;
@@ -135,7 +151,7 @@ function offsetsAround(day: number, timeZone: string): { before: number; after: 
       before: utcOffsetMs(dayStart - MS_PER_DAY, timeZone),
       after: utcOffsetMs(dayStart + 2 * MS_PER_DAY, timeZone),
     };
-    if (offsetsCache.size >= OFFSET_CACHE_MAX) offsetsCache.clear();
+    if (offsetsCache.size >= CACHE_MAX) offsetsCache.clear();
     offsetsCache.set(key, offsets);
   }
   return offsets;

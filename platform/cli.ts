@@ -101,7 +101,6 @@ program
       tokenTtl: o.tokenTtl,
       logLevel: o.logLevel,
     });
-    process.stderr.write(`${banner(running, o.env)}\n`);
     let closing = false;
     const shutdown = (signal: string) => {
       if (closing) return;
@@ -114,6 +113,8 @@ program
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
+    // The banner tells supervisors and tests that it serves: only once a signal would close it cleanly.
+    process.stderr.write(`${banner(running, o.env)}\n`);
   });
 
 const operators = program.command('operators').description('Manage operators (tenants)');

@@ -1,7 +1,11 @@
 import type { TokenService } from './auth/access-tokens.js';
-import type { DeviceCredentials } from './device-credentials.js';
+import type { ReplayCache } from './auth/request-signature.js';
+import type { CommandNotifier } from './command-notifier.js';
 import type { Liveness } from './liveness.js';
+import type { PlatformEvents } from './platform-events.js';
 import type { PlatformKeys } from './platform-keys.js';
+import type { PrincipalDirectory } from './principal-directory.js';
+import type { RateLimiter } from './rate-limit/rate-limiter.js';
 import type { Store } from './storage/store.js';
 
 export interface PlatformOptions {
@@ -18,7 +22,17 @@ export interface PlatformContext {
   store: Store;
   tokens: TokenService;
   keys: PlatformKeys;
-  credentials: DeviceCredentials;
+  directory: PrincipalDirectory;
+  rateLimiter: RateLimiter;
+  replayCache: ReplayCache;
+  notifier: CommandNotifier;
+  metrics?: PlatformMetrics | undefined;
+  events: PlatformEvents;
   liveness: Liveness;
   now: () => number;
+}
+
+/** Counters the routes feed; implemented with prom-client in metrics.ts. */
+export interface PlatformMetrics {
+  rateLimited(rateClass: string): void;
 }

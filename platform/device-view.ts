@@ -35,3 +35,14 @@ export function deviceView(row: DeviceRow, connectors: readonly ConnectorRow[], 
   if (row.site_id !== null) d.site_id = row.site_id;
   return d;
 }
+
+/** Groups connector rows by device, keeping each device's connector order. */
+export function connectorViewsByDevice(rows: readonly ConnectorRow[]): Map<string, ConnectorRow[]> {
+  const map = new Map<string, ConnectorRow[]>();
+  for (const r of rows) {
+    const list = map.get(r.device_id);
+    if (list) list.push(r);
+    else map.set(r.device_id, [r]);
+  }
+  return map;
+}

@@ -17,6 +17,7 @@ export interface SandboxInfo {
 }
 
 const SEEDED = 'sandbox.seeded';
+const SEEDING = 'sandbox.seeding';
 
 /** Small deterministic PRNG so every sandbox looks alike. */
 function mulberry32(seed: number): () => number {
@@ -40,6 +41,13 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
     return { ...info, clientSecret: keys.openSecret(client.secret_sealed) };
   }
 
+  // Seeding takes many writes; a start interrupted half-way leaves this marker without SEEDED.
+  if (await store.getSetting(SEEDING)) {
+    throw new Error(
+      'an earlier sandbox start was interrupted while seeding: remove the data directory and start again',
+    );
+  }
+  await store.setSetting(SEEDING, new Date(nowMs).toISOString());
   const rand = mulberry32(20261122);
   const operator = await store.createOperator('Sandbox Energy');
   const depot = await store.createSite({

@@ -40,11 +40,6 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       'production needs --tls-cert and --tls-key, or --self-signed to create a certificate',
     );
   }
-  const tls =
-    opts.tlsCert && opts.tlsKey
-      ? await loadCertificate(opts.tlsCert, opts.tlsKey)
-      : await ensureSelfSignedCertificate(opts.dataDir);
-
   const keys = loadOrCreatePlatformKeys(opts.dataDir);
   const store = createSqliteStore(opts.dataDir, keys);
   try {
@@ -56,6 +51,11 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       );
     }
     if (!recorded) await store.setSetting(ENV_SETTING, opts.env);
+    // The certificate comes after the environment check, so a refused start writes nothing.
+    const tls =
+      opts.tlsCert && opts.tlsKey
+        ? await loadCertificate(opts.tlsCert, opts.tlsKey)
+        : await ensureSelfSignedCertificate(opts.dataDir);
     const sandbox = opts.env === 'sandbox' ? await ensureSandbox(store, keys, Date.now()) : undefined;
 
     const platform = await buildPlatform({

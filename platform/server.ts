@@ -1,33 +1,52 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import websocket from '@fastify/websocket';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
-import { API_VERSION, ErrorCode, MAX_BODY_BYTES } from '../shared/index.js';
+import { API_VERSION, ErrorCode, type ErrorResponse, MAX_BODY_BYTES } from '../shared/index.js';
 import { ApiError } from './api-error.js';
 import { createTokenService } from './auth/access-tokens.js';
+import { createReplayCache } from './auth/request-signature.js';
+import { createCommandNotifier } from './command-notifier.js';
 import type { PlatformContext, PlatformOptions } from './context.js';
-import { createDeviceCredentials } from './device-credentials.js';
 import { installErrorHandling } from './http-errors.js';
 import { createLiveness } from './liveness.js';
+import { createMetrics } from './metrics.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { noEvents } from './platform-events.js';
 import type { PlatformKeys } from './platform-keys.js';
-import { deviceRoutes } from './routes/device-api.js';
+import { createPrincipalDirectory } from './principal-directory.js';
+import {
+  createMemoryRateLimitStore,
+  createRateLimiter,
+  type RateLimitStore,
+} from './rate-limit/rate-limiter.js';
+import { type AnyRoute, registerRoutes } from './route-spec.js';
+import { deviceRoutes } from './routes/device-routes.js';
 import { healthRoutes } from './routes/health.js';
-import { operatorControlRoutes } from './routes/operator-control.js';
-import { operatorQueryRoutes } from './routes/operator-queries.js';
-import { operatorTokenRoutes } from './routes/operator-token.js';
+import { operatorRoutes } from './routes/operator-routes.js';
 import type { Store } from './storage/store.js';
+import { createTelemetryStream } from './stream/telemetry-stream.js';
 
 export interface BuildOptions extends PlatformOptions {
   store: Store;
   keys: PlatformKeys;
   tls: { cert: string; key: string };
   now?: () => number;
+  /** Shared counters for several instances; in memory by default. */
+  rateLimitStore?: RateLimitStore;
   /** pino level (`info`, `warn`, ...); absent: no logs. `stream` lets tests capture what is logged. */
   log?: { level: string; stream?: DestinationStream };
+  /** How often expired commands and ended controls are swept (ms). */
+  sweepEveryMs?: number;
 }
 
 export interface Platform {
   app: FastifyInstance;
   context: PlatformContext;
+  routes: readonly AnyRoute[];
+  /** Expire overdue commands and complete ended controls now (also runs on a timer). */
+  sweep(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -52,10 +71,48 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { maxParamLength: 200 },
+    // HEAD is not part of the API; leaving it out keeps the route table and the OpenAPI document identical.
+    exposeHeadRoutes: false,
+    // The router answers an undecodable URL or an over-long path parameter itself, before any hook or the
+    // error handler runs: without this, those answers carry Fastify's own body and no X-API-Version.
+    frameworkErrors: (err, request, reply) => {
+      const body: ErrorResponse = {
+        code: ErrorCode.VALIDATION,
+        message:
+          err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameter too long' : 'Path is not a valid URL',
+        details: { field: 'path', value: (request.raw.url ?? '').split('?')[0]!.slice(0, 200) },
+      };
+      (reply as unknown as FastifyReply)
+        .header('x-api-version', API_VERSION)
+        .header('x-request-id', request.id)
+        .code(400)
+        .send(body);
+    },
+    // Requests Node's HTTP parser rejects (malformed request line or headers) never reach Fastify either.
+    clientErrorHandler: (err, socket) => {
+      if ((err as NodeJS.ErrnoException).code === 'ECONNRESET' || socket.destroyed) return;
+      const code = (err as NodeJS.ErrnoException).code;
+      const status = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      const body = JSON.stringify({
+        code: ErrorCode.MALFORMED_BODY,
+        message: 'Malformed HTTP request',
+      } satisfies ErrorResponse);
+      if (socket.writable) {
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+            `Content-Type: application/json; charset=utf-8\r\nX-API-Version: ${API_VERSION}\r\n` +
+            `Connection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy(err);
+    },
   });
 
-  const credentials = await createDeviceCredentials(opts.store);
-  const liveness = createLiveness(opts.store, now);
+  const directory = await createPrincipalDirectory(opts.store);
+  const rateLimiter = createRateLimiter(opts.rateLimitStore ?? createMemoryRateLimitStore(), now);
+  const liveness = createLiveness(opts.store, now, (deviceId, status, atMs) =>
+    context.events.deviceStatus(deviceId, status, atMs),
+  );
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -66,19 +123,41 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     store: opts.store,
     tokens: createTokenService(opts.keys.tokenKey),
     keys: opts.keys,
-    credentials,
+    directory,
+    rateLimiter,
+    replayCache: createReplayCache(),
+    notifier: createCommandNotifier(),
     liveness,
+    events: noEvents,
     now,
   };
+  const stream = createTelemetryStream(context);
+  context.events = stream.events;
+  const metrics = createMetrics({
+    store: opts.store,
+    onlineChargers: () => liveness.onlineCount(),
+    connectedChargers: () => context.notifier.connectedDevices(),
+    streamSubscribers: () => stream.subscriberCount(),
+  });
+  context.metrics = metrics.recorder;
+  metrics.install(app);
 
   app.decorateRequest('operator', null);
   app.decorateRequest('device', null);
+  app.decorateRequest('rawBody', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-api-version', API_VERSION).header('x-request-id', request.id);
   });
 
   // Bodies are JSON (spec rule 2): Fastify's built-in text/plain parser would let strings through.
   app.removeContentTypeParser('text/plain');
+  // JSON keeps its raw text for HMAC request signatures; parsing stays Fastify's (prototype-poisoning safe).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    request.rawBody = body as string;
+    parseJson(request, body as string, done);
+  });
   // OAuth client libraries send form bodies to the token endpoint; everywhere else only JSON is accepted.
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
@@ -97,18 +176,35 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   );
 
   installErrorHandling(app);
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  const routes = [...operatorRoutes(context), ...deviceRoutes(context)];
+  registerRoutes(app, context, routes);
+  stream.register(app);
   healthRoutes(app);
-  operatorTokenRoutes(app, context);
-  operatorQueryRoutes(app, context);
-  operatorControlRoutes(app, context);
-  deviceRoutes(app, context);
+  const openapi = JSON.stringify(buildOpenApiDocument(routes));
+  app.get('/v1/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));
+
+  const sweep = async () => {
+    const t = now();
+    for (const c of await opts.store.expireCommands(t)) context.events.commandStatus(c, t);
+    await opts.store.completeControls(t);
+  };
+  const sweeper = setInterval(() => {
+    sweep().catch((err: unknown) => app.log.error({ err }, 'sweep failed'));
+  }, opts.sweepEveryMs ?? 1000);
+  sweeper.unref();
 
   return {
     app,
     context,
+    routes,
+    sweep,
     async close() {
+      clearInterval(sweeper);
+      stream.close();
       await app.close();
-      credentials.close();
+      directory.close();
+      rateLimiter.close();
       await liveness.close();
     },
   };

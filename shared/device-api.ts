@@ -1,8 +1,15 @@
 import { z } from 'zod';
 import { envelopeOf } from './envelope.js';
-import { CONNECTORS_PER_DEVICE_MAX, TELEMETRY_BATCH_MAX } from './limits.js';
+import {
+  CHARGING_RECORDS_BATCH_MAX,
+  COMMAND_POLL_MAX_WAIT_SECONDS,
+  CONNECTORS_PER_DEVICE_MAX,
+  EVENTS_BATCH_MAX,
+  REASON_MAX_LENGTH,
+  TELEMETRY_BATCH_MAX,
+} from './limits.js';
 import { HeartbeatStatus, Identifier, Soc, TelemetryState, Text, Timestamp } from './primitives.js';
-import { PendingCommand } from './resources.js';
+import { CommandStatus, PendingCommand } from './resources.js';
 
 // POST /v1/device/register
 export const ConnectorDeclaration = z.object({
@@ -101,3 +108,106 @@ export const TelemetryResponse = envelopeOf(TelemetryAccepted);
 export const TelemetryBatchRequest = z.object({
   records: z.array(TelemetryRecord).min(1).max(TELEMETRY_BATCH_MAX),
 });
+export const TelemetryBatchAccepted = z.object({ accepted: z.number().int(), duplicates: z.number().int() });
+
+// ---- Further charger endpoints (DESIGN.md §9) ----
+
+export const CommandPollQuery = z.strictObject({
+  /** Seconds to wait for a command, 0-30 (default 0: answer at once). */
+  wait: z
+    .string()
+    .regex(/^\d{1,3}$/, 'must be a whole number of seconds')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(COMMAND_POLL_MAX_WAIT_SECONDS))
+    .default(0),
+});
+export const CommandsData = z.object({ commands: z.array(PendingCommand), server_time: Timestamp });
+
+export const ReportedCommandStatus = z.enum(['accepted', 'rejected', 'succeeded', 'failed']);
+export type ReportedCommandStatus = z.infer<typeof ReportedCommandStatus>;
+export const CommandStatusReport = z.object({
+  status: ReportedCommandStatus,
+  reason: z.string().max(REASON_MAX_LENGTH).optional(),
+  /** When the charger reached this status (its clock). */
+  timestamp: Timestamp.optional(),
+});
+export type CommandStatusReport = z.infer<typeof CommandStatusReport>;
+export const CommandStatusAck = z.object({
+  command_id: z.string(),
+  status: CommandStatus,
+  /** False when the report did not move the command (a repeat, or an older status arriving late). */
+  changed: z.boolean(),
+});
+
+export const EventSeverity = z.enum(['info', 'warning', 'error', 'critical']);
+export const DeviceEvent = z.object({
+  /** Chosen by the charger; repeats of the same id are ignored. */
+  event_id: Identifier,
+  /** e.g. boot, vehicle_plugged, vehicle_unplugged, fault_raised, fault_cleared, session_started, session_ended. */
+  kind: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be lower_snake_case'),
+  severity: EventSeverity.default('info'),
+  timestamp: Timestamp,
+  connector_id: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX).optional(),
+  message: z.string().max(REASON_MAX_LENGTH).optional(),
+  data: z
+    .record(z.string(), z.union([z.string().max(REASON_MAX_LENGTH), z.number(), z.boolean(), z.null()]))
+    .optional(),
+});
+export type DeviceEvent = z.infer<typeof DeviceEvent>;
+export const EventsUpload = z.object({ events: z.array(DeviceEvent).min(1).max(EVENTS_BATCH_MAX) });
+export const StoredEvent = DeviceEvent.extend({ device_id: z.string(), received_at: Timestamp });
+
+export const ChargingRecordUpload = z
+  .object({
+    record_id: Identifier,
+    connector_id: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX),
+    start_time: Timestamp,
+    end_time: Timestamp,
+    energy: z.number().min(0).max(100_000),
+    max_power: z.number().min(-1000).max(1000).optional(),
+    avg_power: z.number().min(-1000).max(1000).optional(),
+    cost: z.number().min(0).optional(),
+    meter_start: z.number().min(0).optional(),
+    meter_end: z.number().min(0).optional(),
+    vehicle_info: z
+      .object({ vin: z.string().max(32).optional(), soc_start: Soc.optional(), soc_end: Soc.optional() })
+      .optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (Date.parse(r.end_time) < Date.parse(r.start_time)) {
+      ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'must not be earlier than start_time' });
+    }
+    if (r.meter_start !== undefined && r.meter_end !== undefined && r.meter_end < r.meter_start) {
+      ctx.addIssue({ code: 'custom', path: ['meter_end'], message: 'must not be below meter_start' });
+    }
+  });
+export type ChargingRecordUpload = z.infer<typeof ChargingRecordUpload>;
+export const ChargingRecordsUpload = z.object({
+  records: z.array(ChargingRecordUpload).min(1).max(CHARGING_RECORDS_BATCH_MAX),
+});
+export const UploadAccepted = z.object({
+  /** Newly stored. */
+  accepted: z.number().int(),
+  /** Already stored earlier (a replay): ignored. */
+  duplicates: z.number().int(),
+});
+
+export const FirmwareState = z.enum([
+  'idle',
+  'downloading',
+  'downloaded',
+  'installing',
+  'installed',
+  'failed',
+]);
+export const FirmwareStatusReport = z.object({
+  status: FirmwareState,
+  version: Text.max(64).optional(),
+  progress: z.number().int().min(0).max(100).optional(),
+  message: z.string().max(REASON_MAX_LENGTH).optional(),
+  timestamp: Timestamp,
+});
+export type FirmwareStatusReport = z.infer<typeof FirmwareStatusReport>;
+export const FirmwareStatusAck = z.object({ status: FirmwareState });
+
+export const SecretRotated = Registration;

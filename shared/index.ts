@@ -5,6 +5,8 @@ export * from './error-codes.js';
 export * from './limits.js';
 export * from './operator-api.js';
 export * from './primitives.js';
+export * from './request-signing.js';
 export * from './resources.js';
 export * from './schedule.js';
+export * from './stream.js';
 export * from './validation.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { envelopeOf } from './envelope.js';
 import { CONTROL_DURATION_MAX_SECONDS, FLEXIBILITY_TARGET_IDS_MAX, REASON_MAX_LENGTH } from './limits.js';
 import { ConnectorIdParam, Identifier, PageQuery, pageOf, Soc, Timestamp } from './primitives.js';
-import { ChargingRecord, Device, QueuedCommand } from './resources.js';
+import { ChargingRecord, CommandName, CommandStatus, Device, QueuedCommand, Site } from './resources.js';
 import { ChargingSchedule } from './schedule.js';
 
 // POST /v1/operator/oauth/token
@@ -122,3 +122,132 @@ export const FlexibilityAccepted = z.object({
   device_count: z.number().int(),
 });
 export const FlexibilityResponse = envelopeOf(FlexibilityAccepted);
+
+// ---- Further operator endpoints (DESIGN.md §9) ----
+
+export const CommandParamsPath = z.object({ command_id: Identifier });
+export const ControlParamsPath = z.object({ control_id: Identifier });
+export const SiteParamsPath = z.object({ site_id: Identifier });
+export const ScheduleParamsPath = z.object({
+  device_id: Identifier,
+  connector_id: ConnectorIdParam,
+  schedule_id: Identifier,
+});
+
+export const CommandHistoryEntry = z.object({
+  status: CommandStatus,
+  at: Timestamp,
+  reason: z.string().optional(),
+});
+export const CommandView = z.object({
+  command_id: z.string(),
+  device_id: z.string(),
+  command: CommandName,
+  params: z.record(z.string(), z.unknown()),
+  status: CommandStatus,
+  reason: z.string().optional(),
+  expiry: Timestamp,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  control_id: z.string().optional(),
+  history: z.array(CommandHistoryEntry),
+});
+export type CommandView = z.infer<typeof CommandView>;
+export const CommandCancelled = z.object({ command_id: z.string(), status: z.literal('cancelled') });
+
+export const ControlStatus = z.enum(['executing', 'completed', 'cancelled']);
+export const ControlView = z.object({
+  control_id: z.string(),
+  status: ControlStatus,
+  command: CommandName,
+  params: z.record(z.string(), z.unknown()),
+  target_type: z.enum(['site', 'operator', 'all']),
+  target_ids: z.array(z.string()),
+  created_at: Timestamp,
+  ends_at: Timestamp,
+  device_count: z.number().int(),
+  /** How many of the control's per-charger commands are in each status. */
+  progress: z.record(z.string(), z.number().int()),
+  devices: z.array(z.object({ device_id: z.string(), command_id: z.string(), status: CommandStatus })),
+});
+export type ControlView = z.infer<typeof ControlView>;
+
+export const DevicesQuery = z.strictObject({
+  site_id: Identifier.optional(),
+  status: z.enum(['online', 'offline']).optional(),
+  ...PageQuery,
+});
+export const DevicesPage = pageOf(Device);
+
+export const SiteView = Site.extend({ device_count: z.number().int() });
+export const SitesQuery = z.strictObject({ ...PageQuery });
+export const SitesPage = pageOf(SiteView);
+
+export const StartRequest = z.strictObject({
+  /** Stop charging when the vehicle reaches this SOC. */
+  target_soc: Soc.optional(),
+  /** kW cap for this session. */
+  power_limit: z.number().min(0).max(1000).optional(),
+});
+
+export const SchedulesQuery = z.strictObject({ ...PageQuery });
+export const SchedulesPage = pageOf(ChargingSchedule);
+export const ScheduleDeleted = z.object({
+  schedule_id: z.string(),
+  command_id: z.string(),
+  status: z.literal('queued'),
+});
+
+export const EnergyInterval = z.enum(['15m', '1h', '1d']);
+export const ENERGY_INTERVAL_MS = { '15m': 900_000, '1h': 3_600_000, '1d': 86_400_000 } as const;
+export const ENERGY_MAX_BUCKETS = 3000;
+export const EnergyQuery = z
+  .strictObject({
+    device_id: Identifier.optional(),
+    site_id: Identifier.optional(),
+    start_time: Timestamp,
+    end_time: Timestamp,
+    interval: EnergyInterval.default('1h'),
+  })
+  .superRefine((q, ctx) => {
+    if ((q.device_id === undefined) === (q.site_id === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['device_id'],
+        message: 'give exactly one of device_id and site_id',
+      });
+      return;
+    }
+    const span = Date.parse(q.end_time) - Date.parse(q.start_time);
+    if (span <= 0) {
+      ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'must be later than start_time' });
+    } else if (span / ENERGY_INTERVAL_MS[q.interval] > ENERGY_MAX_BUCKETS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['interval'],
+        message: `at most ${ENERGY_MAX_BUCKETS} buckets per query; choose a longer interval or a shorter range`,
+      });
+    }
+  });
+export type EnergyQuery = z.infer<typeof EnergyQuery>;
+export const EnergyBucket = z.object({
+  start_time: Timestamp,
+  end_time: Timestamp,
+  /** kWh drawn from the grid in the bucket (integrated from telemetry power). */
+  energy_imported: z.number(),
+  /** kWh exported by V2G discharging in the bucket. */
+  energy_exported: z.number(),
+  avg_power: z.number(),
+  max_power: z.number(),
+  samples: z.number().int(),
+});
+export const EnergySeries = z.object({
+  device_id: z.string().optional(),
+  site_id: z.string().optional(),
+  interval: EnergyInterval,
+  start_time: Timestamp,
+  end_time: Timestamp,
+  items: z.array(EnergyBucket),
+});
+
+export const EventsQuery = z.strictObject({ ...PageQuery });

@@ -35,11 +35,7 @@ export function createTokenService(key: Buffer) {
     return `${body}.${mac(body).toString('base64url')}`;
   }
 
-  function verify<C extends { exp: number }>(
-    token: string,
-    kind: TokenKind,
-    nowSec: number,
-  ): VerifyResult<C> {
+  function verify<C extends { exp: number }>(token: string, kind: TokenKind, nowMs: number): VerifyResult<C> {
     const first = token.indexOf('.');
     const last = token.lastIndexOf('.');
     if (first <= 0 || last === first || token.length > 4096) return { ok: false, reason: 'malformed' };
@@ -57,7 +53,7 @@ export function createTokenService(key: Buffer) {
     } catch {
       return { ok: false, reason: 'malformed' };
     }
-    if (typeof claims.exp !== 'number' || claims.exp <= nowSec) return { ok: false, reason: 'expired' };
+    if (typeof claims.exp !== 'number' || claims.exp * 1000 <= nowMs) return { ok: false, reason: 'expired' };
     return { ok: true, claims };
   }
 
@@ -68,17 +64,22 @@ export function createTokenService(key: Buffer) {
     issueDeviceToken(claims: DeviceClaims): string {
       return sign('dv', claims);
     },
-    verifyOperatorToken(token: string, nowSec: number): VerifyResult<OperatorClaims> {
-      return verify<OperatorClaims>(token, 'op', nowSec);
+    verifyOperatorToken(token: string, nowMs: number): VerifyResult<OperatorClaims> {
+      return verify<OperatorClaims>(token, 'op', nowMs);
     },
-    verifyDeviceToken(token: string, nowSec: number): VerifyResult<DeviceClaims> {
-      return verify<DeviceClaims>(token, 'dv', nowSec);
+    verifyDeviceToken(token: string, nowMs: number): VerifyResult<DeviceClaims> {
+      return verify<DeviceClaims>(token, 'dv', nowMs);
     },
   };
 }
 export type TokenService = ReturnType<typeof createTokenService>;
 
 /** Constant-time comparison of two secrets of any length. */
+/** iat and exp in whole seconds; exp rounds up so a token never lives shorter than its TTL. */
+export function tokenTimes(nowMs: number, ttlSeconds: number): { iat: number; exp: number } {
+  return { iat: Math.floor(nowMs / 1000), exp: Math.ceil(nowMs / 1000) + ttlSeconds };
+}
+
 export function secretsEqual(a: string, b: string): boolean {
   const ha = createHmac('sha256', 'compare').update(a).digest();
   const hb = createHmac('sha256', 'compare').update(b).digest();

@@ -146,6 +146,69 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 2: command lifecycle, signing requirements, events, firmware status, control visibility
+  `
+  ALTER TABLE clients ADD COLUMN require_signature INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE devices ADD COLUMN require_signature INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE controls ADD COLUMN operator_ids TEXT NOT NULL DEFAULT '[]';
+  ALTER TABLE commands ADD COLUMN reason TEXT;
+  CREATE INDEX commands_by_control ON commands(control_id) WHERE control_id IS NOT NULL;
+  CREATE INDEX commands_expiring ON commands(expiry_ms) WHERE status IN ('queued', 'delivered');
+  CREATE TABLE device_events (
+    id INTEGER PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    connector_id INTEGER,
+    ts_ms INTEGER NOT NULL,
+    message TEXT,
+    data TEXT,
+    received_ms INTEGER NOT NULL,
+    UNIQUE (device_id, event_id)
+  );
+  CREATE INDEX device_events_by_device ON device_events(device_id, ts_ms DESC);
+  CREATE TABLE firmware_status (
+    id INTEGER PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    version TEXT,
+    progress INTEGER,
+    message TEXT,
+    ts_ms INTEGER NOT NULL,
+    received_ms INTEGER NOT NULL
+  );
+  CREATE INDEX firmware_status_by_device ON firmware_status(device_id, ts_ms DESC);
+  -- Replayed uploads (an agent's outbox after an outage) must not duplicate anything.
+  CREATE UNIQUE INDEX telemetry_unique ON telemetry(device_id, connector_id, ts_ms);
+  -- Record ids are chosen by chargers: unique per charger, not across the fleet.
+  CREATE TABLE charging_records_v2 (
+    record_id TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    connector_id INTEGER NOT NULL,
+    start_ms INTEGER NOT NULL,
+    end_ms INTEGER NOT NULL,
+    energy REAL NOT NULL,
+    max_power REAL,
+    avg_power REAL,
+    cost REAL,
+    meter_start REAL,
+    meter_end REAL,
+    vin TEXT,
+    soc_start INTEGER,
+    soc_end INTEGER,
+    received_ms INTEGER,
+    PRIMARY KEY (device_id, record_id)
+  );
+  INSERT INTO charging_records_v2 (record_id, device_id, connector_id, start_ms, end_ms, energy, max_power,
+    avg_power, cost, meter_start, meter_end, vin, soc_start, soc_end)
+    SELECT record_id, device_id, connector_id, start_ms, end_ms, energy, max_power, avg_power, cost, meter_start,
+      meter_end, vin, soc_start, soc_end FROM charging_records;
+  DROP TABLE charging_records;
+  ALTER TABLE charging_records_v2 RENAME TO charging_records;
+  CREATE INDEX charging_records_by_start ON charging_records(start_ms DESC);
+  CREATE INDEX charging_records_by_device ON charging_records(device_id, start_ms DESC);
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
   ChargingRecord,
+  ChargingSchedule,
   CommandName,
   CommandStatus,
   PendingCommand,
@@ -10,20 +11,26 @@ import type {
 } from '../../shared/index.js';
 import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
+import type { DeviceEntry } from '../principal-directory.js';
 import { migrate } from './migrations.js';
 import type {
   ClientRow,
+  CommandHistoryRow,
   CommandRow,
   ConnectorRow,
   ControlRow,
+  ControlWithCommands,
   DeviceRow,
+  EnergyBucketRow,
   NewCommand,
   OperatorRow,
   Page,
   RegistrationOutcome,
   ScheduleRow,
   SiteRow,
+  StatusReportOutcome,
   Store,
+  StoredEventRow,
 } from './store.js';
 import { createWriteBatcher } from './write-batcher.js';
 
@@ -64,6 +71,7 @@ interface RawRecord {
   soc_end: number | null;
 }
 interface RawCommand {
+  reason: string | null;
   command_id: string;
   device_id: string;
   command: CommandName;
@@ -77,6 +85,15 @@ interface RawCommand {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.require_signature, d.site_id,
+  s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
+interface RawDeviceEntry extends Omit<DeviceEntry, 'require_signature'> {
+  require_signature: number;
+}
+function toDeviceEntry(raw: RawDeviceEntry): DeviceEntry {
+  return { ...raw, require_signature: raw.require_signature === 1 };
+}
 
 function toDevice(raw: RawDevice): DeviceRow {
   return { ...raw, registered: raw.registered === 1 };
@@ -108,6 +125,41 @@ function toRecord(r: RawRecord): ChargingRecord {
     if (r.soc_end !== null) rec.vehicle_info.soc_end = r.soc_end;
   }
   return rec;
+}
+
+const MAX_GAP_MS = 5 * 60_000;
+
+/** Order of command statuses for reports: a report never moves a command backwards. */
+const STATUS_RANK: Record<CommandStatus, number> = {
+  queued: 0,
+  delivered: 1,
+  accepted: 2,
+  succeeded: 3,
+  failed: 3,
+  rejected: 3,
+  expired: 3,
+  cancelled: 3,
+};
+
+interface RawControl {
+  control_id: string;
+  client_id: string;
+  target_type: ControlRow['target_type'];
+  target_ids: string;
+  command: CommandName;
+  params: string;
+  status: ControlRow['status'];
+  created_ms: number;
+  ends_ms: number;
+  operator_ids: string;
+}
+function toControl(raw: RawControl): ControlRow {
+  return {
+    ...raw,
+    target_ids: JSON.parse(raw.target_ids) as string[],
+    params: JSON.parse(raw.params) as Record<string, unknown>,
+    operator_ids: JSON.parse(raw.operator_ids) as string[],
+  };
 }
 
 function placeholders(n: number): string {
@@ -172,7 +224,15 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     resetDevice: db.prepare(
       'UPDATE devices SET registered = 0, secret_sealed = NULL, secret_gen = secret_gen + 1 WHERE device_id = ?',
     ),
-    secretGens: db.prepare('SELECT device_id, secret_gen FROM devices'),
+    directoryDevices: db.prepare(`${DIRECTORY_DEVICE_SQL}`),
+    directoryDevice: db.prepare(`${DIRECTORY_DEVICE_SQL} WHERE d.device_id = ?`),
+    directoryClients: db.prepare('SELECT client_id, secret_sealed, require_signature FROM clients'),
+    directoryClient: db.prepare(
+      'SELECT client_id, secret_sealed, require_signature FROM clients WHERE client_id = ?',
+    ),
+    directoryClientOperators: db.prepare('SELECT client_id, operator_id FROM client_operators'),
+    clientRequireSignature: db.prepare('UPDATE clients SET require_signature = ? WHERE client_id = ?'),
+    deviceRequireSignature: db.prepare('UPDATE devices SET require_signature = ? WHERE device_id = ?'),
     listConnectors: db.prepare('SELECT * FROM connectors WHERE device_id = ? ORDER BY connector_id'),
     getConnector: db.prepare('SELECT * FROM connectors WHERE device_id = ? AND connector_id = ?'),
     upsertConnectorState: db.prepare(
@@ -185,7 +245,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
        WHERE connectors.last_telemetry_ms IS NULL OR connectors.last_telemetry_ms <= excluded.last_telemetry_ms`,
     ),
     insertTelemetry: db.prepare(
-      `INSERT INTO telemetry (device_id, connector_id, ts_ms, state, voltage, current, power, energy_delivered, soc,
+      `INSERT OR IGNORE INTO telemetry (device_id, connector_id, ts_ms, state, voltage, current, power, energy_delivered, soc,
          temperature, phase_details, received_ms) VALUES (@device_id, @connector_id, @ts_ms, @state, @voltage,
          @current, @power, @energy_delivered, @soc, @temperature, @phase_details, @received_ms)`,
     ),
@@ -198,9 +258,9 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     ),
     insertRecord: db.prepare(
       `INSERT OR IGNORE INTO charging_records (record_id, device_id, connector_id, start_ms, end_ms, energy,
-         max_power, avg_power, cost, meter_start, meter_end, vin, soc_start, soc_end)
+         max_power, avg_power, cost, meter_start, meter_end, vin, soc_start, soc_end, received_ms)
        VALUES (@record_id, @device_id, @connector_id, @start_ms, @end_ms, @energy, @max_power, @avg_power, @cost,
-         @meter_start, @meter_end, @vin, @soc_start, @soc_end)`,
+         @meter_start, @meter_end, @vin, @soc_start, @soc_end, @received_ms)`,
     ),
     insertCommand: db.prepare(
       `INSERT INTO commands (command_id, device_id, command, params, status, expiry_ms, created_ms, updated_ms,
@@ -221,13 +281,63 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
        ON CONFLICT (device_id, connector_id, schedule_id) DO UPDATE SET body = excluded.body,
          updated_ms = excluded.updated_ms`,
     ),
+    getCommand: db.prepare('SELECT * FROM commands WHERE command_id = ?'),
+    commandHistory: db.prepare(
+      'SELECT status, at_ms, reason FROM command_history WHERE command_id = ? ORDER BY at_ms, rowid',
+    ),
+    setCommandStatus: db.prepare(
+      'UPDATE commands SET status = ?, reason = COALESCE(?, reason), updated_ms = ? WHERE command_id = ?',
+    ),
+    expiring: db.prepare(`SELECT * FROM commands WHERE status IN ('queued', 'delivered') AND expiry_ms <= ?`),
+    commandsByStatus: db.prepare('SELECT status, COUNT(*) AS n FROM commands GROUP BY status'),
+    getControl: db.prepare('SELECT * FROM controls WHERE control_id = ?'),
+    controlCommands: db.prepare(
+      'SELECT device_id, command_id, status FROM commands WHERE control_id = ? ORDER BY device_id, created_ms',
+    ),
+    queuedOfControl: db.prepare(`SELECT * FROM commands WHERE control_id = ? AND status = 'queued'`),
+    setControlStatus: db.prepare('UPDATE controls SET status = ? WHERE control_id = ? AND status = ?'),
+    completeControls: db.prepare(
+      `UPDATE controls SET status = 'completed' WHERE status = 'executing' AND ends_ms <= ?`,
+    ),
+    countDevicesInSite: db.prepare('SELECT COUNT(*) AS n FROM devices WHERE site_id = ?'),
+    deviceIdsInSite: db.prepare('SELECT device_id FROM devices WHERE site_id = ? ORDER BY device_id'),
+    countSchedules: db.prepare(
+      'SELECT COUNT(*) AS n FROM schedules WHERE device_id = ? AND connector_id = ?',
+    ),
+    listSchedules: db.prepare(
+      `SELECT body FROM schedules WHERE device_id = ? AND connector_id = ? ORDER BY schedule_id LIMIT ? OFFSET ?`,
+    ),
+    deleteSchedule: db.prepare(
+      'DELETE FROM schedules WHERE device_id = ? AND connector_id = ? AND schedule_id = ?',
+    ),
+    insertEvent: db.prepare(
+      `INSERT OR IGNORE INTO device_events (device_id, event_id, kind, severity, connector_id, ts_ms, message, data,
+         received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    countEvents: db.prepare('SELECT COUNT(*) AS n FROM device_events WHERE device_id = ?'),
+    listEvents: db.prepare(
+      `SELECT * FROM device_events WHERE device_id = ? ORDER BY ts_ms DESC, id DESC LIMIT ? OFFSET ?`,
+    ),
+    insertFirmware: db.prepare(
+      `INSERT INTO firmware_status (device_id, status, version, progress, message, ts_ms, received_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    firmwareInstalled: db.prepare('UPDATE devices SET firmware_version = ? WHERE device_id = ?'),
+    rotateSecret: db.prepare(
+      `UPDATE devices SET secret_sealed = ?, secret_gen = secret_gen + 1 WHERE device_id = ? AND registered = 1
+       RETURNING secret_gen`,
+    ),
+    energySamples: db.prepare(
+      `SELECT connector_id, device_id, ts_ms, power FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?
+       ORDER BY connector_id, ts_ms`,
+    ),
     getSetting: db.prepare('SELECT value FROM settings WHERE key = ?'),
     setSetting: db.prepare(
       'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
     insertControl: db.prepare(
       `INSERT INTO controls (control_id, client_id, target_type, target_ids, command, params, status, created_ms,
-         ends_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         ends_ms, operator_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
   };
 
@@ -257,6 +367,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
         updated_ms: nowMs,
         control_id: c.control_id ?? null,
         client_id: c.client_id ?? null,
+        reason: null,
       };
     });
 
@@ -271,8 +382,10 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     return { ...row, scopes: row.scopes.split(',') as Scope[], operator_ids };
   };
 
-  // The admin CLI writes from another process; data_version changes when it commits.
+  // The admin CLI writes from another process; data_version changes when it commits. Admin changes made
+  // through this connection (tests, an embedded admin API) bump `localChanges` instead.
   const dataVersion = db.prepare('PRAGMA data_version').pluck();
+  let localChanges = 0;
 
   const store: Store = {
     async createOperator(name) {
@@ -298,6 +411,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       return stmt.getSite.get(siteId) as SiteRow | undefined;
     },
     async createClient({ operator_ids, scopes }) {
+      localChanges++;
       const secret = newSecret();
       const client_id = newId('cli');
       const sealed = keys.sealSecret(secret);
@@ -398,17 +512,56 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
         .map((r) => (r as { device_id: string }).device_id);
     },
     async assignDevice(deviceId, siteId) {
+      localChanges++;
       return stmt.assignDevice.run(siteId, deviceId).changes === 1;
     },
     async resetDevice(deviceId) {
+      localChanges++;
       return stmt.resetDevice.run(deviceId).changes === 1;
     },
-    async loadSecretGenerations() {
-      const map = new Map<string, number>();
-      for (const r of stmt.secretGens.all() as Array<{ device_id: string; secret_gen: number }>) {
-        map.set(r.device_id, r.secret_gen);
+    async loadDirectory() {
+      const devices = (stmt.directoryDevices.all() as RawDeviceEntry[]).map(toDeviceEntry);
+      const ops = new Map<string, string[]>();
+      for (const r of stmt.directoryClientOperators.all() as Array<{
+        client_id: string;
+        operator_id: string;
+      }>) {
+        const list = ops.get(r.client_id) ?? [];
+        list.push(r.operator_id);
+        ops.set(r.client_id, list);
       }
-      return map;
+      const clients = (
+        stmt.directoryClients.all() as Array<{
+          client_id: string;
+          secret_sealed: string;
+          require_signature: number;
+        }>
+      ).map((c) => ({
+        client_id: c.client_id,
+        secret_sealed: c.secret_sealed,
+        require_signature: c.require_signature === 1,
+        operator_ids: ops.get(c.client_id) ?? [],
+      }));
+      return { devices, clients };
+    },
+    async loadDeviceEntry(deviceId) {
+      const raw = stmt.directoryDevice.get(deviceId) as RawDeviceEntry | undefined;
+      return raw ? toDeviceEntry(raw) : undefined;
+    },
+    async loadClientEntry(clientId) {
+      const c = stmt.directoryClient.get(clientId) as
+        | { client_id: string; secret_sealed: string; require_signature: number }
+        | undefined;
+      if (!c) return undefined;
+      const operator_ids = (stmt.clientOperators.all(clientId) as Array<{ operator_id: string }>).map(
+        (r) => r.operator_id,
+      );
+      return { ...c, require_signature: c.require_signature === 1, operator_ids };
+    },
+    async setRequireSignature(kind, id, required) {
+      localChanges++;
+      const s = kind === 'client' ? stmt.clientRequireSignature : stmt.deviceRequireSignature;
+      return s.run(required ? 1 : 0, id).changes === 1;
     },
 
     async listConnectors(deviceId) {
@@ -420,6 +573,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     },
     recordTelemetry(deviceId, records, receivedMs) {
       return batcher.write(() => {
+        let inserted = 0;
         for (const t of records) {
           const row = {
             device_id: deviceId,
@@ -435,9 +589,11 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
             phase_details: t.phase_details ? JSON.stringify(t.phase_details) : null,
             received_ms: receivedMs,
           };
-          stmt.insertTelemetry.run(row);
-          stmt.upsertConnectorState.run(row);
+          const fresh = stmt.insertTelemetry.run(row).changes;
+          if (fresh === 1) stmt.upsertConnectorState.run(row);
+          inserted += fresh;
         }
+        return inserted;
       });
     },
     recordHeartbeat(deviceId, hb) {
@@ -499,6 +655,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
             vin: r.vehicle_info?.vin ?? null,
             soc_start: r.vehicle_info?.soc_start ?? null,
             soc_end: r.vehicle_info?.soc_end ?? null,
+            received_ms: now(),
           }).changes;
         }
         return inserted;
@@ -552,11 +709,258 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
           control.status,
           control.created_ms,
           control.ends_ms,
+          JSON.stringify(control.operator_ids),
         );
         return insertCommandsNow(commands, control.created_ms);
       })();
     },
 
+    async getCommand(commandId) {
+      const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;
+      if (!raw) return undefined;
+      return { command: toCommand(raw), history: stmt.commandHistory.all(commandId) as CommandHistoryRow[] };
+    },
+    async reportCommandStatus(deviceId, commandId, report, nowMs) {
+      return db
+        .transaction((): StatusReportOutcome => {
+          const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;
+          if (!raw || raw.device_id !== deviceId) return { outcome: 'not_found' };
+          const current = raw.status;
+          if (current === 'cancelled' || current === 'expired')
+            return { outcome: 'conflict', status: current };
+          // Reports only move a command forward; a repeat or a late `accepted` after a final status is a no-op.
+          if (STATUS_RANK[report.status] <= STATUS_RANK[current]) {
+            return { outcome: 'ok', command: toCommand(raw), changed: false };
+          }
+          stmt.setCommandStatus.run(report.status, report.reason ?? null, nowMs, commandId);
+          stmt.insertHistory.run(commandId, report.status, nowMs, report.reason ?? null);
+          return {
+            outcome: 'ok',
+            command: toCommand({
+              ...raw,
+              status: report.status,
+              updated_ms: nowMs,
+              reason: report.reason ?? raw.reason,
+            }),
+            changed: true,
+          };
+        })
+        .immediate();
+    },
+    async cancelCommand(commandId, nowMs) {
+      return db
+        .transaction((): CommandRow | 'not_found' | 'conflict' => {
+          const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;
+          if (!raw) return 'not_found';
+          if (raw.status !== 'queued') return 'conflict';
+          stmt.setCommandStatus.run('cancelled', 'cancelled by operator', nowMs, commandId);
+          stmt.insertHistory.run(commandId, 'cancelled', nowMs, 'cancelled by operator');
+          return toCommand({ ...raw, status: 'cancelled', updated_ms: nowMs });
+        })
+        .immediate();
+    },
+    async expireCommands(nowMs) {
+      return db
+        .transaction(() => {
+          const rows = stmt.expiring.all(nowMs) as RawCommand[];
+          for (const r of rows) {
+            stmt.setCommandStatus.run('expired', 'no report before expiry', nowMs, r.command_id);
+            stmt.insertHistory.run(r.command_id, 'expired', nowMs, 'no report before expiry');
+          }
+          return rows.map((r) => toCommand({ ...r, status: 'expired', updated_ms: nowMs }));
+        })
+        .immediate();
+    },
+    async countCommandsByStatus() {
+      const out: Record<string, number> = {};
+      for (const r of stmt.commandsByStatus.all() as Array<{ status: string; n: number }>)
+        out[r.status] = r.n;
+      return out;
+    },
+    async getControl(controlId) {
+      const raw = stmt.getControl.get(controlId) as RawControl | undefined;
+      if (!raw) return undefined;
+      return {
+        control: toControl(raw),
+        commands: stmt.controlCommands.all(controlId) as ControlWithCommands['commands'],
+      };
+    },
+    async cancelControl(controlId, reversals, nowMs) {
+      return db
+        .transaction(() => {
+          if (stmt.setControlStatus.run('cancelled', controlId, 'executing').changes !== 1) return [];
+          const queued = stmt.queuedOfControl.all(controlId) as RawCommand[];
+          for (const r of queued) {
+            stmt.setCommandStatus.run('cancelled', 'control cancelled', nowMs, r.command_id);
+            stmt.insertHistory.run(r.command_id, 'cancelled', nowMs, 'control cancelled');
+          }
+          insertCommandsNow(reversals, nowMs);
+          return queued.map((r) => toCommand({ ...r, status: 'cancelled', updated_ms: nowMs }));
+        })
+        .immediate();
+    },
+    async completeControls(nowMs) {
+      return stmt.completeControls.run(nowMs).changes;
+    },
+
+    async listDevices(operatorIds, q, onlineSinceMs) {
+      if (operatorIds.length === 0) return { total: 0, page: q.page, size: q.size, items: [] };
+      const where = [`s.operator_id IN (${placeholders(operatorIds.length)})`];
+      const args: Array<string | number> = [...operatorIds];
+      if (q.site_id !== undefined) {
+        where.push('d.site_id = ?');
+        args.push(q.site_id);
+      }
+      const online = `(d.last_seen_ms >= ? AND COALESCE(d.reported_status, '') <> 'offline')`;
+      if (q.status === 'online') {
+        where.push(online);
+        args.push(onlineSinceMs);
+      } else if (q.status === 'offline') {
+        where.push(`NOT ${online.replace('d.last_seen_ms >= ?', 'COALESCE(d.last_seen_ms, 0) >= ?')}`);
+        args.push(onlineSinceMs);
+      }
+      const from = `FROM devices d JOIN sites s ON s.site_id = d.site_id WHERE ${where.join(' AND ')}`;
+      const total = (prepared(`SELECT COUNT(*) AS n ${from}`).get(...args) as { n: number }).n;
+      const rows = prepared(`SELECT d.* ${from} ORDER BY d.device_id LIMIT ? OFFSET ?`).all(
+        ...args,
+        q.size,
+        (q.page - 1) * q.size,
+      ) as RawDevice[];
+      return { total, page: q.page, size: q.size, items: rows.map(toDevice) };
+    },
+    async listConnectorsOf(deviceIds) {
+      if (deviceIds.length === 0) return [];
+      return (
+        prepared(
+          `SELECT * FROM connectors WHERE device_id IN (${placeholders(deviceIds.length)}) ORDER BY device_id, connector_id`,
+        ).all(...deviceIds) as RawConnector[]
+      ).map(toConnector);
+    },
+    async listSitesFor(operatorIds, page, size) {
+      if (operatorIds.length === 0) return { total: 0, page, size, items: [] };
+      const ops = placeholders(operatorIds.length);
+      const total = (
+        prepared(`SELECT COUNT(*) AS n FROM sites WHERE operator_id IN (${ops})`).get(...operatorIds) as {
+          n: number;
+        }
+      ).n;
+      const items = prepared(
+        `SELECT s.site_id, s.operator_id, s.name, s.timezone,
+           (SELECT COUNT(*) FROM devices d WHERE d.site_id = s.site_id) AS device_count
+         FROM sites s WHERE s.operator_id IN (${ops}) ORDER BY s.created_ms, s.site_id LIMIT ? OFFSET ?`,
+      ).all(...operatorIds, size, (page - 1) * size) as Array<SiteRow & { device_count: number }>;
+      return { total, page, size, items };
+    },
+    async countDevicesInSite(siteId) {
+      return (stmt.countDevicesInSite.get(siteId) as { n: number }).n;
+    },
+    async listSchedules(deviceId, connectorId, page, size) {
+      const total = (stmt.countSchedules.get(deviceId, connectorId) as { n: number }).n;
+      const items = (
+        stmt.listSchedules.all(deviceId, connectorId, size, (page - 1) * size) as Array<{ body: string }>
+      ).map((r) => JSON.parse(r.body) as ChargingSchedule);
+      return { total, page, size, items };
+    },
+    async deleteSchedule(deviceId, connectorId, scheduleId, command) {
+      return db
+        .transaction(() => {
+          if (stmt.deleteSchedule.run(deviceId, connectorId, scheduleId).changes === 0) return undefined;
+          return insertCommandsNow([command], now())[0];
+        })
+        .immediate();
+    },
+    async deviceIdsInSite(siteId) {
+      return (stmt.deviceIdsInSite.all(siteId) as Array<{ device_id: string }>).map((r) => r.device_id);
+    },
+    async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
+      // Integrates each connector's power over time (left Riemann sum). A gap longer than MAX_GAP_MS counts as
+      // no data rather than as the last power held through an outage.
+      const buckets = new Map<number, EnergyBucketRow>();
+      const bucketOf = (ts: number) => {
+        const start = startMs + Math.floor((ts - startMs) / intervalMs) * intervalMs;
+        let b = buckets.get(start);
+        if (!b) {
+          b = { start_ms: start, imported_kwh: 0, exported_kwh: 0, power_sum: 0, max_power: 0, samples: 0 };
+          buckets.set(start, b);
+        }
+        return b;
+      };
+      for (const deviceId of deviceIds) {
+        let prev: { connector_id: number; ts_ms: number; power: number | null } | undefined;
+        for (const row of stmt.energySamples.iterate(deviceId, startMs, endMs) as Iterable<{
+          connector_id: number;
+          ts_ms: number;
+          power: number | null;
+        }>) {
+          const b = bucketOf(row.ts_ms);
+          b.samples++;
+          const p = row.power ?? 0;
+          b.power_sum += p;
+          if (p > b.max_power) b.max_power = p;
+          if (prev && prev.connector_id === row.connector_id && prev.power !== null) {
+            const dt = row.ts_ms - prev.ts_ms;
+            if (dt > 0 && dt <= MAX_GAP_MS) {
+              const kwh = (prev.power * dt) / 3_600_000;
+              const pb = bucketOf(prev.ts_ms);
+              if (kwh >= 0) pb.imported_kwh += kwh;
+              else pb.exported_kwh -= kwh;
+            }
+          }
+          prev = row;
+        }
+      }
+      return [...buckets.values()].sort((a, b) => a.start_ms - b.start_ms);
+    },
+
+    async insertEvents(deviceId, events, nowMs) {
+      return db.transaction(() => {
+        let accepted = 0;
+        for (const e of events) {
+          accepted += stmt.insertEvent.run(
+            deviceId,
+            e.event_id,
+            e.kind,
+            e.severity,
+            e.connector_id,
+            e.ts_ms,
+            e.message,
+            e.data ? JSON.stringify(e.data) : null,
+            nowMs,
+          ).changes;
+        }
+        return { accepted, duplicates: events.length - accepted };
+      })();
+    },
+    async listEvents(deviceId, page, size) {
+      const total = (stmt.countEvents.get(deviceId) as { n: number }).n;
+      const items = (
+        stmt.listEvents.all(deviceId, size, (page - 1) * size) as Array<
+          Omit<StoredEventRow, 'data'> & { data: string | null }
+        >
+      ).map((r) => ({ ...r, data: r.data ? (JSON.parse(r.data) as Record<string, unknown>) : null }));
+      return { total, page, size, items };
+    },
+    async recordFirmwareStatus(deviceId, r, nowMs) {
+      db.transaction(() => {
+        stmt.insertFirmware.run(
+          deviceId,
+          r.status,
+          r.version ?? null,
+          r.progress ?? null,
+          r.message ?? null,
+          r.ts_ms,
+          nowMs,
+        );
+        if (r.status === 'installed' && r.version) stmt.firmwareInstalled.run(r.version, deviceId);
+      })();
+    },
+    async rotateSecret(deviceId) {
+      const secret = newSecret();
+      const row = stmt.rotateSecret.get(keys.sealSecret(secret), deviceId) as
+        | { secret_gen: number }
+        | undefined;
+      return row ? { secret, generation: row.secret_gen } : undefined;
+    },
     async getSetting(key) {
       return (stmt.getSetting.get(key) as { value: string } | undefined)?.value;
     },
@@ -564,7 +968,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       stmt.setSetting.run(key, value);
     },
     externalChangeVersion() {
-      return dataVersion.get() as number;
+      return (dataVersion.get() as number) * 1_000_000 + localChanges;
     },
     async close() {
       batcher.drain();

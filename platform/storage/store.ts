@@ -9,6 +9,7 @@ import type {
   Scope,
   TelemetryRecord,
 } from '../../shared/index.js';
+import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 
 /**
  * The repository layer. Signatures are async so that a PostgreSQL implementation can replace the embedded
@@ -71,6 +72,7 @@ export interface CommandRow {
   updated_ms: number;
   control_id: string | null;
   client_id: string | null;
+  reason: string | null;
 }
 export interface NewCommand {
   device_id: string;
@@ -90,6 +92,8 @@ export interface ControlRow {
   status: 'executing' | 'completed' | 'cancelled';
   created_ms: number;
   ends_ms: number;
+  /** The creating client's operators: who may follow the control. */
+  operator_ids: string[];
 }
 export interface ScheduleRow {
   device_id: string;
@@ -117,6 +121,39 @@ export interface Page<T> {
   page: number;
   size: number;
   items: T[];
+}
+
+export interface CommandHistoryRow {
+  status: CommandStatus;
+  at_ms: number;
+  reason: string | null;
+}
+export type StatusReportOutcome =
+  | { outcome: 'not_found' }
+  | { outcome: 'conflict'; status: CommandStatus }
+  | { outcome: 'ok'; command: CommandRow; changed: boolean };
+export interface ControlWithCommands {
+  control: ControlRow;
+  commands: Array<{ device_id: string; command_id: string; status: CommandStatus }>;
+}
+export interface StoredEventRow {
+  device_id: string;
+  event_id: string;
+  kind: string;
+  severity: string;
+  connector_id: number | null;
+  ts_ms: number;
+  message: string | null;
+  data: Record<string, unknown> | null;
+  received_ms: number;
+}
+export interface EnergyBucketRow {
+  start_ms: number;
+  imported_kwh: number;
+  exported_kwh: number;
+  power_sum: number;
+  max_power: number;
+  samples: number;
 }
 
 export interface Store {
@@ -153,13 +190,17 @@ export interface Store {
   ): Promise<string[]>;
   assignDevice(deviceId: string, siteId: string): Promise<boolean>;
   resetDevice(deviceId: string): Promise<boolean>;
-  /** device_id → secret generation, for token revocation checks without per-request reads. */
-  loadSecretGenerations(): Promise<Map<string, number>>;
+  /** Everything the in-memory principal directory holds, for all devices and clients. */
+  loadDirectory(): Promise<{ devices: DeviceEntry[]; clients: ClientEntry[] }>;
+  loadDeviceEntry(deviceId: string): Promise<DeviceEntry | undefined>;
+  loadClientEntry(clientId: string): Promise<ClientEntry | undefined>;
+  setRequireSignature(kind: 'client' | 'device', id: string, required: boolean): Promise<boolean>;
 
   // Connectors and telemetry
   listConnectors(deviceId: string): Promise<ConnectorRow[]>;
   getConnector(deviceId: string, connectorId: number): Promise<ConnectorRow | undefined>;
-  recordTelemetry(deviceId: string, records: readonly TelemetryRecord[], receivedMs: number): Promise<void>;
+  /** Stores records (ignoring exact repeats) and returns how many were new. */
+  recordTelemetry(deviceId: string, records: readonly TelemetryRecord[], receivedMs: number): Promise<number>;
   recordHeartbeat(
     deviceId: string,
     hb: { status: HeartbeatStatus; fault_code: number; atMs: number },
@@ -182,6 +223,85 @@ export interface Store {
 
   getSetting(key: string): Promise<string | undefined>;
   setSetting(key: string, value: string): Promise<void>;
+
+  // Command lifecycle (DESIGN.md §5)
+  getCommand(commandId: string): Promise<{ command: CommandRow; history: CommandHistoryRow[] } | undefined>;
+  reportCommandStatus(
+    deviceId: string,
+    commandId: string,
+    report: { status: 'accepted' | 'rejected' | 'succeeded' | 'failed'; reason?: string | undefined },
+    nowMs: number,
+  ): Promise<StatusReportOutcome>;
+  /** `queued` → `cancelled`; anything else is a conflict. */
+  cancelCommand(commandId: string, nowMs: number): Promise<CommandRow | 'not_found' | 'conflict'>;
+  /** Every `queued` or `delivered` command past its expiry becomes `expired` (DESIGN.md §5); returns them. */
+  expireCommands(nowMs: number): Promise<CommandRow[]>;
+  countCommandsByStatus(): Promise<Record<string, number>>;
+  getControl(controlId: string): Promise<ControlWithCommands | undefined>;
+  /** Marks the control cancelled, cancels its still-queued commands, queues `reversals`; returns the cancelled. */
+  cancelControl(controlId: string, reversals: readonly NewCommand[], nowMs: number): Promise<CommandRow[]>;
+  /** Controls whose window has ended become `completed`. */
+  completeControls(nowMs: number): Promise<number>;
+
+  // Further reads
+  listDevices(
+    operatorIds: readonly string[],
+    q: {
+      site_id?: string | undefined;
+      status?: 'online' | 'offline' | undefined;
+      page: number;
+      size: number;
+    },
+    onlineSinceMs: number,
+  ): Promise<Page<DeviceRow>>;
+  listConnectorsOf(deviceIds: readonly string[]): Promise<ConnectorRow[]>;
+  listSitesFor(
+    operatorIds: readonly string[],
+    page: number,
+    size: number,
+  ): Promise<Page<SiteRow & { device_count: number }>>;
+  countDevicesInSite(siteId: string): Promise<number>;
+  listSchedules(
+    deviceId: string,
+    connectorId: number,
+    page: number,
+    size: number,
+  ): Promise<Page<ChargingSchedule>>;
+  /** Removes the platform's copy and queues the delete_schedule command; false when there was none. */
+  deleteSchedule(
+    deviceId: string,
+    connectorId: number,
+    scheduleId: string,
+    command: NewCommand,
+  ): Promise<CommandRow | undefined>;
+  deviceIdsInSite(siteId: string): Promise<string[]>;
+  energyBuckets(
+    deviceIds: readonly string[],
+    startMs: number,
+    endMs: number,
+    intervalMs: number,
+  ): Promise<EnergyBucketRow[]>;
+
+  // Further charger writes
+  insertEvents(
+    deviceId: string,
+    events: ReadonlyArray<Omit<StoredEventRow, 'device_id' | 'received_ms'>>,
+    nowMs: number,
+  ): Promise<{ accepted: number; duplicates: number }>;
+  listEvents(deviceId: string, page: number, size: number): Promise<Page<StoredEventRow>>;
+  recordFirmwareStatus(
+    deviceId: string,
+    report: {
+      status: string;
+      version?: string | undefined;
+      progress?: number | undefined;
+      message?: string | undefined;
+      ts_ms: number;
+    },
+    nowMs: number,
+  ): Promise<void>;
+  /** New secret, new generation: the old secret and its tokens stop working at once. */
+  rotateSecret(deviceId: string): Promise<{ secret: string; generation: number } | undefined>;
 
   /** Bumped when another process (the admin CLI) changed the database. */
   externalChangeVersion(): number;

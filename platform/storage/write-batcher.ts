@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 
 interface PendingWrite {
-  run: () => void;
-  resolve: () => void;
+  run: () => unknown;
+  resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
 
@@ -20,15 +20,15 @@ export function createWriteBatcher(db: Database.Database) {
     scheduled = false;
     const batch = queue;
     queue = [];
-    const outcomes: Array<unknown> = new Array(batch.length);
+    const results: unknown[] = new Array(batch.length);
+    const failures: unknown[] = new Array(batch.length);
     try {
       db.transaction(() => {
         batch.forEach((w, i) => {
           try {
-            db.transaction(w.run)();
-            outcomes[i] = null;
+            results[i] = db.transaction(w.run)();
           } catch (err) {
-            outcomes[i] = err ?? new Error('write failed');
+            failures[i] = err ?? new Error('write failed');
           }
         });
       }).immediate();
@@ -37,15 +37,15 @@ export function createWriteBatcher(db: Database.Database) {
       return;
     }
     batch.forEach((w, i) => {
-      if (outcomes[i] === null) w.resolve();
-      else w.reject(outcomes[i]);
+      if (failures[i] === undefined) w.resolve(results[i]);
+      else w.reject(failures[i]);
     });
   };
 
   return {
-    write(run: () => void): Promise<void> {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ run, resolve, reject });
+    write<T>(run: () => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(flush);

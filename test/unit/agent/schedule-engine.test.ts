@@ -334,8 +334,14 @@ describe('effective window edges', () => {
 });
 
 describe('overlapping schedules', () => {
-  const evening = schedule({ schedule_id: 'evening', time_slots: [{ start: '18:00', end: '23:00', power_limit: 11 }] });
-  const peak = schedule({ schedule_id: 'peak', time_slots: [{ start: '20:00', end: '22:00', power_limit: 7 }] });
+  const evening = schedule({
+    schedule_id: 'evening',
+    time_slots: [{ start: '18:00', end: '23:00', power_limit: 11 }],
+  });
+  const peak = schedule({
+    schedule_id: 'peak',
+    time_slots: [{ start: '20:00', end: '22:00', power_limit: 7 }],
+  });
 
   it('uses the lowest power limit of overlapping charge slots', () => {
     const r = evaluateAt('2026-01-14T20:00:00Z', { schedules: [evening, peak] }); // 21:00 CET
@@ -354,7 +360,10 @@ describe('overlapping schedules', () => {
   });
 
   it('lets an idle slot win over a charge slot', () => {
-    const quiet = schedule({ schedule_id: 'quiet', time_slots: [{ start: '20:30', end: '21:00', action: 'idle' }] });
+    const quiet = schedule({
+      schedule_id: 'quiet',
+      time_slots: [{ start: '20:30', end: '21:00', action: 'idle' }],
+    });
     const r = evaluateAt('2026-01-14T19:45:00Z', { schedules: [evening, quiet] }); // 20:45 CET
     expect(r.mode).toBe('idle');
     expect(r.maxPowerKw).toBe(0);
@@ -373,7 +382,9 @@ describe('overlapping schedules', () => {
 });
 
 describe('discharge slots', () => {
-  const v2g = schedule({ time_slots: [{ start: '17:00', end: '20:00', action: 'discharge', power_limit: 10 }] });
+  const v2g = schedule({
+    time_slots: [{ start: '17:00', end: '20:00', action: 'discharge', power_limit: 10 }],
+  });
 
   it('are not allowed on hardware without V2G', () => {
     const r = evaluateAt('2026-01-14T17:00:00Z', { schedules: [v2g], v2gCapable: false });
@@ -390,7 +401,13 @@ describe('discharge slots', () => {
 
   it('are capped by flexibility limits too', () => {
     const limits: FlexibilityLimit[] = [
-      { control_id: 'c1', kind: 'power_limit', power_limit_percent: 25, starts_at: '2026-01-14T00:00:00Z', ends_at: '2026-01-15T00:00:00Z' },
+      {
+        control_id: 'c1',
+        kind: 'power_limit',
+        power_limit_percent: 25,
+        starts_at: '2026-01-14T00:00:00Z',
+        ends_at: '2026-01-15T00:00:00Z',
+      },
     ];
     const r = evaluateAt('2026-01-14T17:00:00Z', { schedules: [v2g], v2gCapable: true, limits });
     expect(r.mode).toBe('discharge');
@@ -459,7 +476,9 @@ describe('flexibility limits', () => {
   });
 
   it('a 0% limit idles', () => {
-    const r = evaluateAt('2026-01-14T12:00:00Z', { limits: [limit('z', 0, '2026-01-14T10:00:00Z', '2026-01-14T14:00:00Z')] });
+    const r = evaluateAt('2026-01-14T12:00:00Z', {
+      limits: [limit('z', 0, '2026-01-14T10:00:00Z', '2026-01-14T14:00:00Z')],
+    });
     expect(r.mode).toBe('idle');
     expect(r.maxPowerKw).toBe(0);
   });
@@ -481,7 +500,11 @@ describe('flexibility limits', () => {
 describe('nextChangeAt', () => {
   it('is the earliest boundary over schedules and limits', () => {
     const a = schedule({ schedule_id: 'a', time_slots: [{ start: '22:00', end: '06:00' }] });
-    const b = schedule({ schedule_id: 'b', timezone: NEW_YORK, time_slots: [{ start: '15:00', end: '16:00' }] });
+    const b = schedule({
+      schedule_id: 'b',
+      timezone: NEW_YORK,
+      time_slots: [{ start: '15:00', end: '16:00' }],
+    });
     const limits: FlexibilityLimit[] = [
       { control_id: 'p', kind: 'pause', starts_at: '2026-01-14T19:30:00Z', ends_at: '2026-01-14T20:00:00Z' },
     ];

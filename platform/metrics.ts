@@ -1,0 +1,93 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { PlatformMetrics } from './context.js';
+import type { Store } from './storage/store.js';
+
+/**
+ * Prometheus metrics (`GET /metrics`): requests and latencies per route, chargers online and connected,
+ * commands by status, stream subscribers and rate-limit refusals. Labels are route patterns, never ids.
+ */
+export function createMetrics(sources: {
+  store: Store;
+  onlineChargers: () => number;
+  connectedChargers: () => number;
+  streamSubscribers: () => number;
+}) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'charger_platform_process_' });
+  const requests = new Counter({
+    name: 'charger_platform_http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'charger_platform_http_request_duration_seconds',
+    help: 'HTTP request latency by route and method',
+    labelNames: ['route', 'method'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const refusals = new Counter({
+    name: 'charger_platform_rate_limit_refusals_total',
+    help: 'Requests refused with 429 by rate-limit class',
+    labelNames: ['class'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'charger_platform_chargers_online',
+    help: 'Chargers that made an authenticated request in the last 90 s',
+    registers: [registry],
+    collect() {
+      this.set(sources.onlineChargers());
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_chargers_connected',
+    help: 'Chargers holding an open command long poll',
+    registers: [registry],
+    collect() {
+      this.set(sources.connectedChargers());
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_stream_subscribers',
+    help: 'Open telemetry stream connections',
+    registers: [registry],
+    collect() {
+      this.set(sources.streamSubscribers());
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_commands',
+    help: 'Commands by status',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await sources.store.countCommandsByStatus();
+      this.reset();
+      for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+    },
+  });
+
+  const recorder: PlatformMetrics = {
+    rateLimited(rateClass) {
+      refusals.inc({ class: rateClass });
+    },
+  };
+
+  return {
+    recorder,
+    install(app: FastifyInstance) {
+      app.addHook('onResponse', async (request, reply) => {
+        const route = request.routeOptions.url ?? 'unmatched';
+        requests.inc({ route, method: request.method, status: String(reply.statusCode) });
+        latency.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+      });
+      app.get('/metrics', async (_request, reply) => {
+        reply.header('content-type', registry.contentType);
+        return registry.metrics();
+      });
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { RATE_LIMITS } from '../../shared/index.js';
+
+export type RateClass = keyof typeof RATE_LIMITS;
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets (at least 1). */
+  resetSeconds: number;
+}
+
+/**
+ * Where the counters live. The in-memory store serves one platform instance; a shared store (Redis: INCR with
+ * PEXPIRE on first hit) implements the same interface for several instances behind a load balancer.
+ */
+export interface RateLimitStore {
+  /** Count one hit against `key` in a fixed window of `windowMs` and report whether it stays within `limit`. */
+  hit(key: string, limit: number, windowMs: number, nowMs: number): RateDecision | Promise<RateDecision>;
+  close(): void;
+}
+
+/** Fixed windows that start at a key's first hit: simple, exact at the bound, O(1) per request. */
+export function createMemoryRateLimitStore(sweepEveryMs = 60_000): RateLimitStore {
+  const windows = new Map<string, { startMs: number; windowMs: number; count: number }>();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [key, w] of windows) if (now - w.startMs >= w.windowMs) windows.delete(key);
+  }, sweepEveryMs);
+  sweep.unref();
+
+  return {
+    hit(key, limit, windowMs, nowMs) {
+      let w = windows.get(key);
+      if (!w || nowMs - w.startMs >= windowMs || nowMs < w.startMs) {
+        w = { startMs: nowMs, windowMs, count: 0 };
+        windows.set(key, w);
+      }
+      w.count++;
+      const resetSeconds = Math.max(1, Math.ceil((w.startMs + windowMs - nowMs) / 1000));
+      return { allowed: w.count <= limit, limit, remaining: Math.max(0, limit - w.count), resetSeconds };
+    },
+    close() {
+      clearInterval(sweep);
+      windows.clear();
+    },
+  };
+}
+
+/** The limiter the routes use: one class per row of the spec's Limits table, keyed by client or device. */
+export function createRateLimiter(store: RateLimitStore, now: () => number) {
+  return {
+    async check(rateClass: RateClass, subject: string): Promise<RateDecision & { policy: string }> {
+      const { limit, windowSeconds } = RATE_LIMITS[rateClass];
+      const decision = await store.hit(`${rateClass}:${subject}`, limit, windowSeconds * 1000, now());
+      return { ...decision, policy: rateClass };
+    },
+    close: () => store.close(),
+  };
+}
+export type RateLimiter = ReturnType<typeof createRateLimiter>;
+
+/** IETF httpapi RateLimit header fields (draft 08+ syntax). */
+export function rateLimitHeaders(
+  d: RateDecision & { policy: string },
+  windowSeconds: number,
+): Record<string, string> {
+  return {
+    'ratelimit-policy': `"${d.policy}";q=${d.limit};w=${windowSeconds}`,
+    ratelimit: `"${d.policy}";r=${d.remaining};t=${d.resetSeconds}`,
+  };
+}

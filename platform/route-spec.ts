@@ -1,0 +1,123 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { ErrorCode, ok, RATE_LIMIT_MESSAGE, RATE_LIMITS, type Scope } from '../shared/index.js';
+import { ApiError } from './api-error.js';
+import { authenticateDevice, authenticateOperator } from './auth/authenticate.js';
+import { verifyRequestSignature } from './auth/request-signature.js';
+import type { PlatformContext } from './context.js';
+import { parse } from './parse.js';
+import { type RateClass, rateLimitHeaders } from './rate-limit/rate-limiter.js';
+
+/**
+ * One declaration per endpoint: method, path, who may call it, its rate-limit class and its shared zod
+ * schemas. The same table registers the Fastify routes (auth → rate limit → signature → validation → handler,
+ * in that order, for every route alike) and generates the OpenAPI document, so the two cannot drift apart.
+ */
+export type RouteAuth = { kind: 'none' } | { kind: 'operator'; scope: Scope } | { kind: 'device' };
+
+type Schema = z.ZodType;
+type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
+
+export interface RouteInput<B, Q, P> {
+  body: Infer<B>;
+  query: Infer<Q>;
+  params: Infer<P>;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export interface RouteSpec<
+  B extends Schema | undefined = Schema | undefined,
+  Q extends Schema | undefined = Schema | undefined,
+  P extends Schema | undefined = Schema | undefined,
+  R extends Schema = Schema,
+> {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Fastify syntax: `/v1/operator/devices/:device_id`. */
+  url: string;
+  summary: string;
+  description?: string;
+  tag: 'operator' | 'device' | 'system';
+  auth: RouteAuth;
+  rate?: RateClass;
+  body?: B;
+  /** Builds the input to validate from the request (the token endpoint merges HTTP Basic credentials). */
+  prepareBody?: (request: FastifyRequest) => unknown;
+  /** The body may be left out entirely (validated as `{}`). */
+  bodyOptional?: boolean;
+  bodyLimit?: number;
+  query?: Q;
+  params?: P;
+  /** Schema of `data` (or of the whole body when `raw`). */
+  response: R;
+  /** Not enveloped (the operator token response). */
+  raw?: boolean;
+  /** Error statuses this route can answer besides 400/401/429/500. */
+  errors?: number[];
+  handler(input: RouteInput<B, Q, P>): Promise<z.infer<R>>;
+}
+
+export function route<
+  B extends Schema | undefined,
+  Q extends Schema | undefined,
+  P extends Schema | undefined,
+  R extends Schema,
+>(spec: RouteSpec<B, Q, P, R>): RouteSpec<B, Q, P, R> {
+  return spec;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous table of routes, each typed where it is declared
+export type AnyRoute = RouteSpec<any, any, any, any>;
+
+function subjectOf(request: FastifyRequest): string | undefined {
+  return request.operator?.clientId ?? request.device?.deviceId;
+}
+
+async function enforceRateLimit(
+  ctx: PlatformContext,
+  rate: RateClass,
+  subject: string,
+  reply: FastifyReply,
+): Promise<void> {
+  const decision = await ctx.rateLimiter.check(rate, subject);
+  const headers = rateLimitHeaders(decision, RATE_LIMITS[rate].windowSeconds);
+  reply.headers(headers);
+  if (!decision.allowed) {
+    ctx.metrics?.rateLimited(rate);
+    throw new ApiError(ErrorCode.RATE_LIMITED, RATE_LIMIT_MESSAGE, {
+      details: { retry_after_seconds: decision.resetSeconds },
+      headers: { ...headers, 'retry-after': String(decision.resetSeconds) },
+    });
+  }
+}
+
+export { enforceRateLimit };
+
+export function registerRoutes(
+  app: FastifyInstance,
+  ctx: PlatformContext,
+  routes: readonly AnyRoute[],
+): void {
+  for (const spec of routes) {
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
+      handler: async (request, reply) => {
+        if (spec.auth.kind === 'operator') authenticateOperator(ctx, request, spec.auth.scope);
+        else if (spec.auth.kind === 'device') authenticateDevice(ctx, request);
+        const subject = subjectOf(request);
+        if (spec.rate && subject) await enforceRateLimit(ctx, spec.rate, subject, reply);
+        if (spec.auth.kind !== 'none' && spec.method !== 'GET') verifyRequestSignature(ctx, request);
+
+        const params = spec.params ? parse(spec.params, request.params) : undefined;
+        const query = spec.query ? parse(spec.query, request.query ?? {}) : undefined;
+        const given = spec.prepareBody ? spec.prepareBody(request) : request.body;
+        const rawBody = given === undefined && spec.bodyOptional ? {} : given;
+        const body = spec.body ? parse(spec.body, rawBody) : undefined;
+        const data = await spec.handler({ body, query, params, request, reply });
+        return spec.raw ? data : ok(data);
+      },
+    });
+  }
+}

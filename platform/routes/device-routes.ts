@@ -1,0 +1,288 @@
+import type { FastifyRequest } from 'fastify';
+import {
+  ChargingRecordsUpload,
+  CommandParamsPath,
+  CommandPollQuery,
+  CommandStatusAck,
+  CommandStatusReport,
+  CommandsData,
+  DEVICE_SECRET_EXPIRES_IN_SECONDS,
+  DeviceToken,
+  DeviceTokenRequest,
+  EventsUpload,
+  FirmwareStatusAck,
+  FirmwareStatusReport,
+  HeartbeatData,
+  HeartbeatRequest,
+  MAX_BATCH_BODY_BYTES,
+  RegisterRequest,
+  Registration,
+  SecretRotated,
+  TelemetryAccepted,
+  TelemetryBatchAccepted,
+  TelemetryBatchRequest,
+  TelemetryRecord,
+  UploadAccepted,
+} from '../../shared/index.js';
+import { errors } from '../api-error.js';
+import { secretsEqual, tokenTimes } from '../auth/access-tokens.js';
+import type { PlatformContext } from '../context.js';
+import { type AnyRoute, enforceRateLimit, route } from '../route-spec.js';
+
+const DUMMY_SECRET = 'x'.repeat(43);
+const device = { kind: 'device' } as const;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
+  const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
+
+  return [
+    route({
+      method: 'POST',
+      url: '/v1/device/register',
+      summary: 'Register a charger on first connection',
+      tag: 'device',
+      auth: { kind: 'none' },
+      body: RegisterRequest,
+      response: Registration,
+      errors: [403, 409],
+      handler: async ({ body, reply }) => {
+        // Not in the spec's table; throttled per serial number like other charger reporting.
+        await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
+        const outcome = await ctx.store.registerDevice(body, {
+          registration: ctx.options.registration,
+          defaultSiteId: ctx.options.defaultSiteId,
+        });
+        if (outcome.kind === 'not_allowed')
+          throw errors.forbidden('Serial number is not on the registration allowlist');
+        if (outcome.kind === 'already_registered') {
+          throw errors.conflict(
+            'Serial number is already registered; an operator must reset the device first',
+          );
+        }
+        await ctx.directory.refreshDevice(outcome.device.device_id);
+        return {
+          device_id: outcome.device.device_id,
+          device_secret: outcome.secret,
+          expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS,
+        };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/token',
+      summary: 'Exchange the device credentials for a bearer token',
+      tag: 'device',
+      auth: { kind: 'none' },
+      body: DeviceTokenRequest,
+      response: DeviceToken,
+      handler: async ({ body, reply }) => {
+        await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
+        const row = await ctx.store.getDevice(body.device_id);
+        const stored =
+          row?.registered && row.secret_sealed ? ctx.keys.openSecret(row.secret_sealed) : DUMMY_SECRET;
+        if (!secretsEqual(body.device_secret, stored) || !row?.registered) {
+          throw errors.unauthorized('Invalid device credentials');
+        }
+        const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
+        const ttl = ctx.options.tokenTtlSeconds;
+        const access_token = ctx.tokens.issueDeviceToken({
+          sub: row.device_id,
+          gen: row.secret_gen,
+          ...times,
+        });
+        return { access_token, token_type: 'Bearer' as const, expires_in: ttl };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/heartbeat',
+      summary: 'Heartbeat (every 30 s); answers with the pending commands',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      body: HeartbeatRequest,
+      response: HeartbeatData,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const t = ctx.now();
+        if (body.status === 'offline') ctx.liveness.markOffline(id);
+        await ctx.store.recordHeartbeat(id, { status: body.status, fault_code: body.fault_code, atMs: t });
+        // A charger going offline gets no commands: it would not be there to run them.
+        const commands = body.status === 'offline' ? [] : await ctx.store.takePendingCommands(id, t);
+        return { commands, server_time: iso(t) };
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/device/commands',
+      summary: 'Long poll for pending commands (wait up to 30 s)',
+      description:
+        'Answers at once when commands are pending, as soon as one is queued, or empty after `wait` seconds.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      query: CommandPollQuery,
+      response: CommandsData,
+      handler: async ({ query, request, reply }) => {
+        const id = deviceId(request);
+        const waiter = query.wait > 0 ? ctx.notifier.subscribe(id) : undefined;
+        let commands = await ctx.store.takePendingCommands(id, ctx.now());
+        if (commands.length === 0 && waiter) {
+          const aborted = new AbortController();
+          const onClose = () => aborted.abort();
+          reply.raw.once('close', onClose);
+          const woken = await waiter.wait(query.wait * 1000, aborted.signal);
+          reply.raw.off('close', onClose);
+          if (woken) commands = await ctx.store.takePendingCommands(id, ctx.now());
+        } else {
+          waiter?.cancel();
+        }
+        return { commands, server_time: iso(ctx.now()) };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/commands/:command_id/status',
+      summary: 'Report a command’s status: accepted, rejected, succeeded or failed',
+      description:
+        'Reports only move a command forward: a repeat, or `accepted` arriving after a final status, is ' +
+        'acknowledged with `changed: false`. A cancelled or expired command answers 409.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      params: CommandParamsPath,
+      body: CommandStatusReport,
+      response: CommandStatusAck,
+      errors: [404, 409],
+      handler: async ({ params, body, request }) => {
+        const t = ctx.now();
+        const result = await ctx.store.reportCommandStatus(deviceId(request), params.command_id, body, t);
+        if (result.outcome === 'not_found') throw errors.notFound('Command');
+        if (result.outcome === 'conflict') throw errors.conflict(`Command is already ${result.status}`);
+        if (result.changed) ctx.events.commandStatus(result.command, t);
+        return { command_id: params.command_id, status: result.command.status, changed: result.changed };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/telemetry',
+      summary: 'Real-time telemetry of one connector (every 5 s while charging or discharging)',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      body: TelemetryRecord,
+      response: TelemetryAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const accepted = await ctx.store.recordTelemetry(id, [body], ctx.now());
+        if (accepted > 0) ctx.events.telemetry(id, [body]);
+        return { accepted: 1 };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/telemetry/batch',
+      summary: 'Upload a telemetry backlog after an outage (up to 500 records)',
+      description:
+        'Records already stored (same connector and timestamp) are counted as duplicates and ignored.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      bodyLimit: MAX_BATCH_BODY_BYTES,
+      body: TelemetryBatchRequest,
+      response: TelemetryBatchAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const accepted = await ctx.store.recordTelemetry(id, body.records, ctx.now());
+        if (accepted > 0) ctx.events.telemetry(id, body.records);
+        return { accepted, duplicates: body.records.length - accepted };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/events',
+      summary: 'Report charger events (idempotent on event_id)',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      body: EventsUpload,
+      response: UploadAccepted,
+      handler: async ({ body, request }) =>
+        ctx.store.insertEvents(
+          deviceId(request),
+          body.events.map((e) => ({
+            event_id: e.event_id,
+            kind: e.kind,
+            severity: e.severity,
+            connector_id: e.connector_id ?? null,
+            ts_ms: Date.parse(e.timestamp),
+            message: e.message ?? null,
+            data: e.data ?? null,
+          })),
+          ctx.now(),
+        ),
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/charging-records',
+      summary: 'Upload charging records (idempotent on record_id)',
+      description: 'A record_id already stored for this charger is ignored and counted as a duplicate.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      body: ChargingRecordsUpload,
+      response: UploadAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const accepted = await ctx.store.insertChargingRecords(
+          body.records.map((r) => ({ ...r, device_id: id })),
+        );
+        return { accepted, duplicates: body.records.length - accepted };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/firmware/status',
+      summary: 'Report firmware upgrade status',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      body: FirmwareStatusReport,
+      response: FirmwareStatusAck,
+      handler: async ({ body, request }) => {
+        await ctx.store.recordFirmwareStatus(
+          deviceId(request),
+          {
+            status: body.status,
+            version: body.version,
+            progress: body.progress,
+            message: body.message,
+            ts_ms: Date.parse(body.timestamp),
+          },
+          ctx.now(),
+        );
+        return { status: body.status };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/secret/rotate',
+      summary: 'Rotate the device secret',
+      description:
+        'Answers with a new secret. The old secret and every token issued with it stop working at once, so the ' +
+        'charger must store the new secret before anything else.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      response: SecretRotated,
+      handler: async ({ request }) => {
+        const id = deviceId(request);
+        const rotated = await ctx.store.rotateSecret(id);
+        if (!rotated) throw errors.unauthorized('Device credentials were revoked');
+        await ctx.directory.refreshDevice(id);
+        return { device_id: id, device_secret: rotated.secret, expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,292 @@
+import type {} from '@fastify/websocket';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import {
+  ErrorCode,
+  STREAM_CLOSE_DUPLICATE,
+  STREAM_CLOSE_SLOW_CONSUMER,
+  STREAM_CLOSE_TOKEN_EXPIRED,
+  STREAM_MAX_BUFFERED_BYTES,
+  STREAM_MAX_CONNECTIONS_PER_CLIENT,
+  STREAM_PING_INTERVAL_SECONDS,
+  StreamClientMessage,
+  type TelemetryRecord,
+  validate,
+} from '../../shared/index.js';
+import { ApiError, errors } from '../api-error.js';
+import { bearerToken, verifyOperatorToken } from '../auth/authenticate.js';
+import type { PlatformContext } from '../context.js';
+import type { PlatformEvents } from '../platform-events.js';
+
+/**
+ * The live telemetry stream (DESIGN.md §8). Subscribers are indexed by device and by site, so a telemetry POST
+ * costs one map lookup per index and one JSON serialisation, whatever the number of subscribers. Tenancy is
+ * checked on every message against the principal directory, so a charger moved to another tenant's site stops
+ * streaming to the old one at once. A subscriber that falls more than 1 MiB behind is closed (4008) instead of
+ * being buffered without bound or slowing anyone else.
+ */
+interface Subscriber {
+  socket: WebSocket;
+  clientId: string;
+  operatorIds: readonly string[];
+  tokenExpiresMs: number;
+  key: string | undefined;
+  deviceIds: readonly string[];
+  siteIds: readonly string[];
+  alive: boolean;
+}
+
+export const STREAM_PATH = '/v1/operator/stream';
+
+export function createTelemetryStream(ctx: PlatformContext) {
+  const byDevice = new Map<string, Set<Subscriber>>();
+  const bySite = new Map<string, Set<Subscriber>>();
+  const bySubscriptionKey = new Map<string, Subscriber>();
+  const perClient = new Map<string, number>();
+  const all = new Set<Subscriber>();
+
+  const index = (map: Map<string, Set<Subscriber>>, key: string, s: Subscriber, add: boolean) => {
+    let set = map.get(key);
+    if (add) {
+      if (!set) {
+        set = new Set();
+        map.set(key, set);
+      }
+      set.add(s);
+    } else if (set) {
+      set.delete(s);
+      if (set.size === 0) map.delete(key);
+    }
+  };
+  const unsubscribe = (s: Subscriber) => {
+    for (const id of s.deviceIds) index(byDevice, id, s, false);
+    for (const id of s.siteIds) index(bySite, id, s, false);
+    if (s.key && bySubscriptionKey.get(s.key) === s) bySubscriptionKey.delete(s.key);
+    s.deviceIds = [];
+    s.siteIds = [];
+    s.key = undefined;
+  };
+
+  const send = (s: Subscriber, text: string) => {
+    if (s.socket.readyState !== s.socket.OPEN) return;
+    if (s.socket.bufferedAmount > STREAM_MAX_BUFFERED_BYTES) {
+      s.socket.close(STREAM_CLOSE_SLOW_CONSUMER, 'consumer too slow');
+      // close() waits for buffered data; a consumer that does not read would hold it: cut it.
+      setTimeout(() => s.socket.terminate(), 1000).unref();
+      return;
+    }
+    s.socket.send(text);
+  };
+  const sendJson = (s: Subscriber, message: unknown) => send(s, JSON.stringify(message));
+
+  /** Subscribers that may see this device now. */
+  const audienceOf = (deviceId: string): Subscriber[] => {
+    const entry = ctx.directory.device(deviceId);
+    if (!entry?.operator_id) return [];
+    const out: Subscriber[] = [];
+    const direct = byDevice.get(deviceId);
+    const site = entry.site_id ? bySite.get(entry.site_id) : undefined;
+    for (const set of [direct, site]) {
+      if (!set) continue;
+      for (const s of set) if (s.operatorIds.includes(entry.operator_id) && !out.includes(s)) out.push(s);
+    }
+    return out;
+  };
+
+  const events: PlatformEvents = {
+    telemetry(deviceId, records: readonly TelemetryRecord[]) {
+      if (byDevice.size === 0 && bySite.size === 0) return;
+      const audience = audienceOf(deviceId);
+      if (audience.length === 0) return;
+      const siteId = ctx.directory.device(deviceId)?.site_id ?? undefined;
+      for (const r of records) {
+        const text = JSON.stringify({ type: 'telemetry', device_id: deviceId, site_id: siteId, ...r });
+        for (const s of audience) send(s, text);
+      }
+    },
+    deviceStatus(deviceId, status, atMs) {
+      const audience = audienceOf(deviceId);
+      if (audience.length === 0) return;
+      const text = JSON.stringify({
+        type: 'device_status',
+        device_id: deviceId,
+        status,
+        at: new Date(atMs).toISOString(),
+      });
+      for (const s of audience) send(s, text);
+    },
+    commandStatus(c, atMs) {
+      const audience = audienceOf(c.device_id);
+      if (audience.length === 0) return;
+      const message: Record<string, unknown> = {
+        type: 'command_status',
+        command_id: c.command_id,
+        device_id: c.device_id,
+        command: c.command,
+        status: c.status,
+        at: new Date(atMs).toISOString(),
+      };
+      if (c.reason) message.reason = c.reason;
+      const text = JSON.stringify(message);
+      for (const s of audience) send(s, text);
+    },
+  };
+
+  const fail = (s: Subscriber, err: ApiError) =>
+    sendJson(s, {
+      type: 'error',
+      code: err.code,
+      message: err.message,
+      ...(err.details ? { details: err.details } : {}),
+    });
+
+  async function onMessage(s: Subscriber, raw: string) {
+    let data: unknown;
+    try {
+      data = JSON.parse(raw);
+    } catch {
+      fail(s, new ApiError(ErrorCode.MALFORMED_BODY, 'Message is not valid JSON'));
+      return;
+    }
+    const parsed = validate(StreamClientMessage, data);
+    if (!parsed.ok) {
+      fail(s, errors.validation(parsed.error));
+      return;
+    }
+    const msg = parsed.data;
+    if (msg.type === 'ping') {
+      sendJson(s, { type: 'pong' });
+      return;
+    }
+    const deviceIds = [...new Set(msg.device_ids ?? [])].sort();
+    const siteIds = [...new Set(msg.site_ids ?? [])].sort();
+    for (const id of deviceIds) {
+      const entry = ctx.directory.device(id);
+      if (!entry?.operator_id || !s.operatorIds.includes(entry.operator_id)) {
+        fail(s, errors.notFound(`Device ${id}`));
+        return;
+      }
+    }
+    for (const id of siteIds) {
+      const site = await ctx.store.getSite(id);
+      if (!site || !s.operatorIds.includes(site.operator_id)) {
+        fail(s, errors.notFound(`Site ${id}`));
+        return;
+      }
+    }
+    const key = `${s.clientId}|${deviceIds.length ? `d:${deviceIds.join(',')}` : `s:${siteIds.join(',')}`}`;
+    const holder = bySubscriptionKey.get(key);
+    if (holder && holder !== s) {
+      // Spec: one concurrent connection per client_id per device subscription set.
+      s.socket.close(STREAM_CLOSE_DUPLICATE, 'subscription already open on another connection');
+      return;
+    }
+    unsubscribe(s);
+    s.key = key;
+    s.deviceIds = deviceIds;
+    s.siteIds = siteIds;
+    bySubscriptionKey.set(key, s);
+    for (const id of deviceIds) index(byDevice, id, s, true);
+    for (const id of siteIds) index(bySite, id, s, true);
+    sendJson(
+      s,
+      deviceIds.length
+        ? { type: 'subscribed', device_ids: deviceIds }
+        : { type: 'subscribed', site_ids: siteIds },
+    );
+  }
+
+  const pinger = setInterval(() => {
+    const nowMs = ctx.now();
+    for (const s of all) {
+      if (nowMs >= s.tokenExpiresMs) {
+        s.socket.close(STREAM_CLOSE_TOKEN_EXPIRED, 'access token expired');
+        continue;
+      }
+      if (!s.alive) {
+        s.socket.terminate();
+        continue;
+      }
+      s.alive = false;
+      s.socket.ping();
+    }
+  }, STREAM_PING_INTERVAL_SECONDS * 1000);
+  pinger.unref();
+
+  function authenticate(request: FastifyRequest) {
+    const query = request.query as Record<string, unknown> | undefined;
+    const fromQuery = typeof query?.access_token === 'string' ? query.access_token : undefined;
+    const token = request.headers.authorization ? bearerToken(request.headers.authorization) : fromQuery;
+    if (!token) throw errors.unauthorized('Missing bearer token');
+    const principal = verifyOperatorToken(ctx, token);
+    if (!principal.scopes.includes('read')) throw errors.forbidden('This client lacks the read scope');
+    if ((perClient.get(principal.clientId) ?? 0) >= STREAM_MAX_CONNECTIONS_PER_CLIENT) {
+      throw new ApiError(ErrorCode.RATE_LIMITED, 'Too many requests', {
+        details: { retry_after_seconds: STREAM_PING_INTERVAL_SECONDS },
+        headers: { 'retry-after': String(STREAM_PING_INTERVAL_SECONDS) },
+      });
+    }
+    const claims = ctx.tokens.verifyOperatorToken(token, ctx.now());
+    return { principal, expiresMs: claims.ok ? claims.claims.exp * 1000 : ctx.now() };
+  }
+
+  return {
+    events,
+    register(app: FastifyInstance) {
+      app.get(
+        STREAM_PATH,
+        {
+          websocket: true,
+          // Authenticated before the upgrade, so a refusal is a plain HTTP ErrorResponse.
+          preValidation: async (request) => {
+            const { principal, expiresMs } = authenticate(request);
+            request.operator = principal;
+            (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs = expiresMs;
+          },
+        },
+        (socket, request) => {
+          const principal = request.operator!;
+          const s: Subscriber = {
+            socket,
+            clientId: principal.clientId,
+            operatorIds: principal.operatorIds,
+            tokenExpiresMs:
+              (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs ?? 0,
+            key: undefined,
+            deviceIds: [],
+            siteIds: [],
+            alive: true,
+          };
+          all.add(s);
+          perClient.set(s.clientId, (perClient.get(s.clientId) ?? 0) + 1);
+          socket.on('pong', () => {
+            s.alive = true;
+          });
+          socket.on('message', (data, isBinary) => {
+            if (isBinary) {
+              fail(s, new ApiError(ErrorCode.MALFORMED_BODY, 'Send JSON text messages'));
+              return;
+            }
+            onMessage(s, data.toString()).catch(() =>
+              fail(s, new ApiError(ErrorCode.INTERNAL, 'Internal error')),
+            );
+          });
+          socket.on('error', () => socket.terminate());
+          socket.on('close', () => {
+            unsubscribe(s);
+            all.delete(s);
+            const n = (perClient.get(s.clientId) ?? 1) - 1;
+            if (n <= 0) perClient.delete(s.clientId);
+            else perClient.set(s.clientId, n);
+          });
+        },
+      );
+    },
+    subscriberCount: () => all.size,
+    close() {
+      clearInterval(pinger);
+      for (const s of all) s.socket.terminate();
+    },
+  };
+}
+export type TelemetryStream = ReturnType<typeof createTelemetryStream>;
