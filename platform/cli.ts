@@ -168,13 +168,13 @@ sites
     );
   });
 
-program
-  .command('clients')
-  .description('Manage API clients')
+const clients = program.command('clients').description('Manage API clients');
+clients
   .command('create')
   .requiredOption('--data-dir <dir>')
   .requiredOption('--operator <ids>', 'operator id, or several separated by commas')
   .requiredOption('--scopes <scopes>', 'read, write or read,write')
+  .option('--require-signature', 'the client must sign every write request (HMAC, X-Signature)')
   .option('--json', 'machine-readable output')
   .action(async (o) => {
     const operatorIds = String(o.operator)
@@ -194,7 +194,9 @@ program
     if (operatorIds.length === 0) throw new UserError('--operator needs at least one operator id');
     const { client, secret } = await withStore(o.dataDir, async (s) => {
       for (const id of operatorIds) if (!(await s.getOperator(id))) throw new UserError(`no operator ${id}`);
-      return s.createClient({ operator_ids: operatorIds, scopes: scopes as Scope[] });
+      const created = await s.createClient({ operator_ids: operatorIds, scopes: scopes as Scope[] });
+      if (o.requireSignature) await s.setRequireSignature('client', created.client.client_id, true);
+      return created;
     });
     const out = { client_id: client.client_id, client_secret: secret, scopes: client.scopes };
     print(
@@ -204,7 +206,30 @@ program
     );
   });
 
+clients
+  .command('require-signature')
+  .description('require (or with --off, stop requiring) HMAC signatures on the client’s write requests')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--client <id>')
+  .option('--off', 'signatures become optional again')
+  .action(async (o) => {
+    const done = await withStore(o.dataDir, (s) => s.setRequireSignature('client', o.client, !o.off));
+    if (!done) throw new UserError(`no client ${o.client}`);
+    process.stdout.write(`client ${o.client} ${o.off ? 'may sign' : 'must sign'} write requests\n`);
+  });
+
 const devices = program.command('devices').description('Manage chargers');
+devices
+  .command('require-signature')
+  .description('require (or with --off, stop requiring) HMAC signatures on the charger’s write requests')
+  .requiredOption('--data-dir <dir>')
+  .requiredOption('--device <id>')
+  .option('--off', 'signatures become optional again')
+  .action(async (o) => {
+    const done = await withStore(o.dataDir, (s) => s.setRequireSignature('device', o.device, !o.off));
+    if (!done) throw new UserError(`no device ${o.device}`);
+    process.stdout.write(`device ${o.device} ${o.off ? 'may sign' : 'must sign'} write requests\n`);
+  });
 devices
   .command('allow')
   .description('add a serial number to the registration allowlist')

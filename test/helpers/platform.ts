@@ -2,12 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
-import type { Scope } from '../../shared/index.js';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import { buildPlatform, type Platform } from '../../platform/server.js';
 import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
 import type { Store } from '../../platform/storage/store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
+import type { Scope } from '../../shared/index.js';
 
 export interface HttpResult {
   status: number;
@@ -79,7 +79,12 @@ export interface TestPlatform {
 
 /** A real platform over real HTTPS on an ephemeral loopback port, on a fresh SQLite data directory. */
 export async function startTestPlatform(
-  opts: { registration?: 'open' | 'allowlist'; tokenTtlSeconds?: number; defaultSiteId?: string; dataDir?: string } = {},
+  opts: {
+    registration?: 'open' | 'allowlist';
+    tokenTtlSeconds?: number;
+    defaultSiteId?: string;
+    dataDir?: string;
+  } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
   const tls = await ensureSelfSignedCertificate(dataDir);
@@ -129,13 +134,27 @@ export async function createTenant(
   scopes: Scope[] = ['read', 'write'],
 ): Promise<{ operatorId: string; siteId: string; clientId: string; clientSecret: string; token: string }> {
   const op = await tp.store.createOperator(name);
-  const site = await tp.store.createSite({ operator_id: op.operator_id, name: `${name} site`, timezone: 'Europe/Berlin' });
+  const site = await tp.store.createSite({
+    operator_id: op.operator_id,
+    name: `${name} site`,
+    timezone: 'Europe/Berlin',
+  });
   const { client, secret } = await tp.store.createClient({ operator_ids: [op.operator_id], scopes });
   const token = await operatorToken(tp.http, client.client_id, secret);
-  return { operatorId: op.operator_id, siteId: site.site_id, clientId: client.client_id, clientSecret: secret, token };
+  return {
+    operatorId: op.operator_id,
+    siteId: site.site_id,
+    clientId: client.client_id,
+    clientSecret: secret,
+    token,
+  };
 }
 
-export async function operatorToken(http: HttpClient, clientId: string, clientSecret: string): Promise<string> {
+export async function operatorToken(
+  http: HttpClient,
+  clientId: string,
+  clientSecret: string,
+): Promise<string> {
   const res = await http.post('/v1/operator/oauth/token', {
     json: { client_id: clientId, client_secret: clientSecret, grant_type: 'client_credentials' },
   });
