@@ -45,6 +45,7 @@ export interface Platform {
   app: FastifyInstance;
   context: PlatformContext;
   routes: readonly AnyRoute[];
+  registeredRoutes: ReadonlyArray<{ method: string; url: string }>;
   /** Expire overdue commands and complete ended controls now (also runs on a timer). */
   sweep(): Promise<void>;
   close(): Promise<void>;
@@ -106,6 +107,13 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       }
       socket.destroy(err);
     },
+  });
+
+  // What Fastify actually serves, for checking the OpenAPI document against it.
+  const registeredRoutes: Array<{ method: string; url: string }> = [];
+  app.addHook('onRoute', (r) => {
+    for (const method of Array.isArray(r.method) ? r.method : [r.method])
+      registeredRoutes.push({ method, url: r.url });
   });
 
   const directory = await createPrincipalDirectory(opts.store);
@@ -198,6 +206,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     app,
     context,
     routes,
+    registeredRoutes,
     sweep,
     async close() {
       clearInterval(sweeper);

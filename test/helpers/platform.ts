@@ -72,6 +72,8 @@ export interface TestPlatform {
   store: Store;
   platform: Platform;
   http: HttpClient;
+  /** Every route Fastify registered (method and URL pattern), for comparing with the OpenAPI document. */
+  registeredRoutes: Array<{ method: string; url: string }>;
   /** Fake clock: move the platform's time forward. */
   advance(ms: number): void;
   stop(): Promise<void>;
@@ -115,6 +117,7 @@ export async function startTestPlatform(
     store,
     platform,
     http,
+    registeredRoutes: [...platform.registeredRoutes],
     advance(ms) {
       offset += ms;
     },
