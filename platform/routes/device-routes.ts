@@ -35,6 +35,9 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
   const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
+  /** Pending commands for the charger; those it gets for the first time are streamed as `delivered`. */
+  const takePending = (id: string, t: number) =>
+    ctx.store.takePendingCommands(id, t, (c) => ctx.events.commandStatus(c, t));
 
   return [
     route({
@@ -109,7 +112,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
         if (body.status === 'offline') ctx.liveness.markOffline(id);
         await ctx.store.recordHeartbeat(id, { status: body.status, fault_code: body.fault_code, atMs: t });
         // A charger going offline gets no commands: it would not be there to run them.
-        const commands = body.status === 'offline' ? [] : await ctx.store.takePendingCommands(id, t);
+        const commands = body.status === 'offline' ? [] : await takePending(id, t);
         return { commands, server_time: iso(t) };
       },
     }),
@@ -127,14 +130,14 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ query, request, reply }) => {
         const id = deviceId(request);
         const waiter = query.wait > 0 ? ctx.notifier.subscribe(id) : undefined;
-        let commands = await ctx.store.takePendingCommands(id, ctx.now());
+        let commands = await takePending(id, ctx.now());
         if (commands.length === 0 && waiter) {
           const aborted = new AbortController();
           const onClose = () => aborted.abort();
           reply.raw.once('close', onClose);
           const woken = await waiter.wait(query.wait * 1000, aborted.signal);
           reply.raw.off('close', onClose);
-          if (woken) commands = await ctx.store.takePendingCommands(id, ctx.now());
+          if (woken) commands = await takePending(id, ctx.now());
         } else {
           waiter?.cancel();
         }

@@ -665,17 +665,20 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     async enqueueCommands(commands, nowMs) {
       return db.transaction(() => insertCommandsNow(commands, nowMs))();
     },
-    async takePendingCommands(deviceId, nowMs) {
+    async takePendingCommands(deviceId, nowMs, onDelivered) {
       const rows = (stmt.pendingCommands.all(deviceId, nowMs) as RawCommand[]).map(toCommand);
+      const delivered: CommandRow[] = [];
       if (rows.some((r) => r.status === 'queued')) {
         db.transaction(() => {
           for (const r of rows) {
             if (r.status === 'queued' && stmt.markDelivered.run(nowMs, r.command_id).changes === 1) {
               stmt.insertHistory.run(r.command_id, 'delivered', nowMs, null);
+              delivered.push({ ...r, status: 'delivered', updated_ms: nowMs });
             }
           }
         })();
       }
+      if (onDelivered) for (const c of delivered) onDelivered(c);
       return rows.map(
         (r): PendingCommand => ({
           command_id: r.command_id,

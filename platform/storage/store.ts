@@ -216,8 +216,15 @@ export interface Store {
 
   // Commands, schedules, controls
   enqueueCommands(commands: readonly NewCommand[], nowMs: number): Promise<CommandRow[]>;
-  /** Queued and delivered, unexpired commands of a device; marks queued ones delivered. */
-  takePendingCommands(deviceId: string, nowMs: number): Promise<PendingCommand[]>;
+  /**
+   * Queued and delivered, unexpired commands of a device; marks queued ones delivered and reports each of
+   * those to `onDelivered` (the live stream's command_status message).
+   */
+  takePendingCommands(
+    deviceId: string,
+    nowMs: number,
+    onDelivered?: (command: CommandRow) => void,
+  ): Promise<PendingCommand[]>;
   saveSchedule(row: ScheduleRow, command: NewCommand): Promise<CommandRow>;
   createControl(control: ControlRow, commands: readonly NewCommand[]): Promise<CommandRow[]>;
 

@@ -37,6 +37,8 @@ interface Subscriber {
 }
 
 export const STREAM_PATH = '/v1/operator/stream';
+/** How long a slow consumer has to read up to its 4008 close frame before the connection is cut. */
+const SLOW_CONSUMER_GRACE_MS = 10_000;
 
 export function createTelemetryStream(ctx: PlatformContext) {
   const byDevice = new Map<string, Set<Subscriber>>();
@@ -71,8 +73,11 @@ export function createTelemetryStream(ctx: PlatformContext) {
     if (s.socket.readyState !== s.socket.OPEN) return;
     if (s.socket.bufferedAmount > STREAM_MAX_BUFFERED_BYTES) {
       s.socket.close(STREAM_CLOSE_SLOW_CONSUMER, 'consumer too slow');
-      // close() waits for buffered data; a consumer that does not read would hold it: cut it.
-      setTimeout(() => s.socket.terminate(), 1000).unref();
+      // Its subscription set is free at once, so that the consumer may reconnect with it.
+      unsubscribe(s);
+      // The close frame waits behind the backlog (nothing more is queued after it, so memory stays bounded):
+      // a consumer that catches up in time learns why it was closed; one that does not read at all is cut.
+      setTimeout(() => s.socket.terminate(), SLOW_CONSUMER_GRACE_MS).unref();
       return;
     }
     s.socket.send(text);
@@ -141,6 +146,7 @@ export function createTelemetryStream(ctx: PlatformContext) {
     });
 
   async function onMessage(s: Subscriber, raw: string) {
+    if (s.socket.readyState !== s.socket.OPEN) return; // closing: a late subscribe must not hold a set again
     let data: unknown;
     try {
       data = JSON.parse(raw);

@@ -1,0 +1,177 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Agent, request } from 'undici';
+
+/**
+ * A real platform process for benchmarks: `charger-platform serve` on a temporary data directory, driven
+ * through its admin CLI and its HTTPS API exactly as an operator would. Benchmarks never import the platform.
+ */
+const run = promisify(execFile);
+const PLATFORM_CLI = fileURLToPath(new URL('../../platform/cli.js', import.meta.url));
+
+export interface BenchPlatform {
+  url: string;
+  ca: string;
+  dataDir: string;
+  pid: number;
+  dispatcher: Agent;
+  admin(args: string[]): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+export async function startBenchPlatform(extraArgs: string[] = []): Promise<BenchPlatform> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'cp-bench-'));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      PLATFORM_CLI,
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--self-signed',
+      '--registration',
+      'open',
+      '--log-level',
+      'warn',
+      ...extraArgs,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+      const m = /listening on (https:\/\/\S+)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`platform exited (${code}): ${err}`)));
+  });
+  const ca = await readFile(join(dataDir, 'tls', 'cert.pem'), 'utf8');
+  const dispatcher = new Agent({ connect: { ca }, connections: 256, pipelining: 1 });
+  return {
+    url,
+    ca,
+    dataDir,
+    pid: child.pid!,
+    dispatcher,
+    async admin(args) {
+      const { stdout } = await run(process.execPath, [
+        PLATFORM_CLI,
+        ...args,
+        '--data-dir',
+        dataDir,
+        '--json',
+      ]);
+      return JSON.parse(stdout) as unknown;
+    },
+    async stop() {
+      await dispatcher.close();
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: benchmark responses are read field by field
+export type Json = any;
+
+export async function call(
+  p: BenchPlatform,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  opts: { token?: string; json?: unknown } = {},
+): Promise<{ status: number; body: Json }> {
+  const headers: Record<string, string> = {};
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.json !== undefined) headers['content-type'] = 'application/json';
+  const res = await request(`${p.url}${path}`, {
+    method,
+    headers,
+    body: opts.json === undefined ? undefined : JSON.stringify(opts.json),
+    dispatcher: p.dispatcher,
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
+}
+
+/** An operator with a site and a read/write client, through the admin CLI; returns an access token. */
+export async function benchTenant(p: BenchPlatform, name: string) {
+  const { operator_id } = (await p.admin(['operators', 'create', '--name', name])) as { operator_id: string };
+  const { site_id } = (await p.admin([
+    'sites',
+    'create',
+    '--operator',
+    operator_id,
+    '--name',
+    `${name} site`,
+  ])) as {
+    site_id: string;
+  };
+  return { operator_id, site_id, client: () => benchClient(p, operator_id) };
+}
+
+export async function benchClient(p: BenchPlatform, operatorId: string): Promise<string> {
+  const c = (await p.admin(['clients', 'create', '--operator', operatorId, '--scopes', 'read,write'])) as {
+    client_id: string;
+    client_secret: string;
+  };
+  const res = await call(p, 'POST', '/v1/operator/oauth/token', {
+    json: { client_id: c.client_id, client_secret: c.client_secret, grant_type: 'client_credentials' },
+  });
+  return res.body.access_token as string;
+}
+
+/** Registers a charger, assigns it to `siteId` and returns its device id and token. */
+export async function benchDevice(p: BenchPlatform, sn: string, siteId: string) {
+  const reg = await call(p, 'POST', '/v1/device/register', {
+    json: {
+      sn,
+      model: 'Bench',
+      manufacturer: 'Bench',
+      firmware_version: '1',
+      connectors: [{ connector_id: 1, max_power_kw: 22, v2g_capable: false }],
+    },
+  });
+  if (reg.status !== 200) throw new Error(`register ${sn}: ${reg.status} ${JSON.stringify(reg.body)}`);
+  const { device_id, device_secret } = reg.body.data;
+  await run(process.execPath, [
+    PLATFORM_CLI,
+    'devices',
+    'assign',
+    '--data-dir',
+    p.dataDir,
+    '--device',
+    device_id,
+    '--site',
+    siteId,
+  ]);
+  const tok = await call(p, 'POST', '/v1/device/token', {
+    json: { device_id, device_secret, grant_type: 'client_credentials' },
+  });
+  return { deviceId: device_id as string, token: tok.body.data.access_token as string };
+}
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export function summarize(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const r = (x: number) => Math.round(x * 100) / 100;
+  return {
+    n: s.length,
+    p50: r(percentile(s, 50)),
+    p99: r(percentile(s, 99)),
+    max: r(s[s.length - 1] ?? Number.NaN),
+  };
+}
