@@ -61,7 +61,11 @@ export function createLiveness(
     isOnline(device: DeviceRow): boolean {
       const entry = seen.get(device.device_id);
       const lastMs = entry ? entry.ms : device.last_seen_ms;
-      const offline = entry ? entry.offline : device.reported_status === 'offline';
+      // Without an entry (after a restart): an offline heartbeat counts until a later request was seen.
+      const offline = entry
+        ? entry.offline
+        : device.reported_status === 'offline' &&
+          !(device.last_seen_ms !== null && device.last_seen_ms > (device.last_heartbeat_ms ?? 0));
       if (offline || lastMs === null) return false;
       return now() - lastMs <= windowMs;
     },
@@ -70,6 +74,10 @@ export function createLiveness(
       let n = 0;
       for (const e of seen.values()) if (!e.offline && t - e.ms <= windowMs) n++;
       return n;
+    },
+    /** Write pending last-seen times now, so that a database query agrees with `isOnline`. */
+    flush(): Promise<void> {
+      return persist();
     },
     async close(): Promise<void> {
       clearInterval(timer);

@@ -108,7 +108,8 @@ export function registerRoutes(
         else if (spec.auth.kind === 'device') authenticateDevice(ctx, request);
         const subject = subjectOf(request);
         if (spec.rate && subject) await enforceRateLimit(ctx, spec.rate, subject, reply);
-        if (spec.auth.kind !== 'none' && spec.method !== 'GET') verifyRequestSignature(ctx, request);
+        // A present signature is verified on reads too (docs/api.md); only writes can be made to require one.
+        if (spec.auth.kind !== 'none') verifyRequestSignature(ctx, request);
 
         const params = spec.params ? parse(spec.params, request.params) : undefined;
         const query = spec.query ? parse(spec.query, request.query ?? {}) : undefined;

@@ -152,6 +152,8 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404],
       handler: async ({ query, request }) => {
         if (query.site_id) await visibleSite(request, query.site_id);
+        // The status filter runs in SQL: last-seen times held in memory must reach the database first.
+        if (query.status) await ctx.liveness.flush();
         const page = await ctx.store.listDevices(principal(request).operatorIds, query, onlineSince());
         const connectors = connectorViewsByDevice(
           await ctx.store.listConnectorsOf(page.items.map((d) => d.device_id)),

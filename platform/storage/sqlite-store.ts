@@ -814,7 +814,10 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
         where.push('d.site_id = ?');
         args.push(q.site_id);
       }
-      const online = `(d.last_seen_ms >= ? AND COALESCE(d.reported_status, '') <> 'offline')`;
+      // Same rule as Liveness.isOnline: seen within the window, and not offline by a heartbeat unless the
+      // device made a request after that heartbeat.
+      const online = `(d.last_seen_ms >= ? AND (COALESCE(d.reported_status, '') <> 'offline'
+        OR d.last_seen_ms > COALESCE(d.last_heartbeat_ms, 0)))`;
       if (q.status === 'online') {
         where.push(online);
         args.push(onlineSinceMs);
@@ -876,8 +879,11 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       return (stmt.deviceIdsInSite.all(siteId) as Array<{ device_id: string }>).map((r) => r.device_id);
     },
     async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
-      // Integrates each connector's power over time (left Riemann sum). A gap longer than MAX_GAP_MS counts as
-      // no data rather than as the last power held through an outage.
+      // Integrates each connector's power over time (left Riemann sum: a sample's power holds until the next
+      // sample). A gap longer than MAX_GAP_MS counts as no data rather than as the last power held through an
+      // outage. Each interval is split at bucket boundaries and at the range's ends, so a bucket holds exactly
+      // the energy of its own time span; samples up to MAX_GAP_MS outside the range are read for the intervals
+      // that cross its ends, but only samples inside it are counted.
       const buckets = new Map<number, EnergyBucketRow>();
       const bucketOf = (ts: number) => {
         const start = startMs + Math.floor((ts - startMs) / intervalMs) * intervalMs;
@@ -890,23 +896,34 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       };
       for (const deviceId of deviceIds) {
         let prev: { connector_id: number; ts_ms: number; power: number | null } | undefined;
-        for (const row of stmt.energySamples.iterate(deviceId, startMs, endMs) as Iterable<{
+        for (const row of stmt.energySamples.iterate(
+          deviceId,
+          startMs - MAX_GAP_MS,
+          endMs + MAX_GAP_MS,
+        ) as Iterable<{
           connector_id: number;
           ts_ms: number;
           power: number | null;
         }>) {
-          const b = bucketOf(row.ts_ms);
-          b.samples++;
-          const p = row.power ?? 0;
-          b.power_sum += p;
-          if (p > b.max_power) b.max_power = p;
+          if (row.ts_ms >= startMs && row.ts_ms < endMs) {
+            const b = bucketOf(row.ts_ms);
+            b.samples++;
+            const p = row.power ?? 0;
+            b.power_sum += p;
+            if (p > b.max_power) b.max_power = p;
+          }
           if (prev && prev.connector_id === row.connector_id && prev.power !== null) {
             const dt = row.ts_ms - prev.ts_ms;
             if (dt > 0 && dt <= MAX_GAP_MS) {
-              const kwh = (prev.power * dt) / 3_600_000;
-              const pb = bucketOf(prev.ts_ms);
-              if (kwh >= 0) pb.imported_kwh += kwh;
-              else pb.exported_kwh -= kwh;
+              const to = Math.min(row.ts_ms, endMs);
+              for (let from = Math.max(prev.ts_ms, startMs); from < to; ) {
+                const pb = bucketOf(from);
+                const until = Math.min(pb.start_ms + intervalMs, to);
+                const kwh = (prev.power * (until - from)) / 3_600_000;
+                if (kwh >= 0) pb.imported_kwh += kwh;
+                else pb.exported_kwh -= kwh;
+                from = until;
+              }
             }
           }
           prev = row;

@@ -239,18 +239,28 @@ export function createTelemetryStream(ctx: PlatformContext) {
   return {
     events,
     register(app: FastifyInstance) {
-      app.get(
-        STREAM_PATH,
-        {
-          websocket: true,
-          // Authenticated before the upgrade, so a refusal is a plain HTTP ErrorResponse.
-          preValidation: async (request) => {
-            const { principal, expiresMs } = authenticate(request);
-            request.operator = principal;
-            (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs = expiresMs;
-          },
+      app.route({
+        method: 'GET',
+        url: STREAM_PATH,
+        // Authenticated before the upgrade, so a refusal is a plain HTTP ErrorResponse.
+        preValidation: async (request) => {
+          const { principal, expiresMs } = authenticate(request);
+          request.operator = principal;
+          (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs = expiresMs;
         },
-        (socket, request) => {
+        // A plain GET (no Upgrade) gets an ErrorResponse too, not the plugin's empty 404.
+        handler: async () => {
+          throw new ApiError(
+            ErrorCode.VALIDATION,
+            'This endpoint is a WebSocket: send an Upgrade: websocket request',
+            {
+              status: 426,
+              details: { field: 'upgrade', value: null },
+              headers: { upgrade: 'websocket' },
+            },
+          );
+        },
+        wsHandler: (socket, request) => {
           const principal = request.operator!;
           const s: Subscriber = {
             socket,
@@ -286,7 +296,7 @@ export function createTelemetryStream(ctx: PlatformContext) {
             else perClient.set(s.clientId, n);
           });
         },
-      );
+      });
     },
     subscriberCount: () => all.size,
     close() {

@@ -25,9 +25,12 @@ export interface BenchPlatform {
 
 export async function startBenchPlatform(extraArgs: string[] = []): Promise<BenchPlatform> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cp-bench-'));
+  // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of the platform process there (open it in Chrome DevTools).
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR] : [];
   const child: ChildProcess = spawn(
     process.execPath,
     [
+      ...profile,
       PLATFORM_CLI,
       'serve',
       '--data-dir',
@@ -74,7 +77,9 @@ export async function startBenchPlatform(extraArgs: string[] = []): Promise<Benc
       await dispatcher.close();
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
+      const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
+      clearTimeout(force);
       await rm(dataDir, { recursive: true, force: true });
     },
   };

@@ -150,7 +150,12 @@ describe('single commands: queued → delivered → accepted → final', () => {
     advance(2_000);
     const delivered = await during(() => heartbeat(d));
     expect(delivered.result).toEqual([
-      { command_id: id, command: 'stop', params: { connector_id: 1, reason: 'user_request' }, expiry: view.expiry },
+      {
+        command_id: id,
+        command: 'stop',
+        params: { connector_id: 1, reason: 'user_request' },
+        expiry: view.expiry,
+      },
     ]);
     view = await command(t, id);
     expect(view.status).toBe('delivered');
@@ -160,7 +165,9 @@ describe('single commands: queued → delivered → accepted → final', () => {
     expect(view.created_at).toBe(view.history[0].at);
 
     advance(2_000);
-    const accepted = await during(() => reportOk(d, id, { status: 'accepted' }, { status: 'accepted', changed: true }));
+    const accepted = await during(() =>
+      reportOk(d, id, { status: 'accepted' }, { status: 'accepted', changed: true }),
+    );
     view = await command(t, id);
     expect(view.status).toBe('accepted');
     expect(statuses(view.history)).toEqual(['queued', 'delivered', 'accepted']);
@@ -375,12 +382,7 @@ describe('status reports', () => {
     advance(1_000);
     await reportOk(d, id, { status: 'accepted' }, { status: 'succeeded', changed: false });
     await reportOk(d, id, { status: 'succeeded' }, { status: 'succeeded', changed: false });
-    await reportOk(
-      d,
-      id,
-      { status: 'succeeded', reason: 'again' },
-      { status: 'succeeded', changed: false },
-    );
+    await reportOk(d, id, { status: 'succeeded', reason: 'again' }, { status: 'succeeded', changed: false });
     const after = await command(t, id);
     expect(after).toEqual(before);
     expect(statuses(after.history)).toEqual(['queued', 'delivered', 'succeeded']);
@@ -503,8 +505,16 @@ describe('cancel: DELETE /v1/operator/commands/{command_id}', () => {
     expectError(await tp.http.get(`/v1/operator/commands/${id}`, { token: other.token }), 404, 3001);
     expectError(await tp.http.delete(`/v1/operator/commands/${id}`, { token: other.token }), 404, 3001);
     const unknown = 'cmd_ffffffffffffffffffff';
-    const a = expectError(await tp.http.get(`/v1/operator/commands/${unknown}`, { token: t.token }), 404, 3001);
-    const b = expectError(await tp.http.get(`/v1/operator/commands/${id}`, { token: other.token }), 404, 3001);
+    const a = expectError(
+      await tp.http.get(`/v1/operator/commands/${unknown}`, { token: t.token }),
+      404,
+      3001,
+    );
+    const b = expectError(
+      await tp.http.get(`/v1/operator/commands/${id}`, { token: other.token }),
+      404,
+      3001,
+    );
     // Indistinguishable from a command that does not exist.
     expect(b).toEqual(a);
     expectError(await tp.http.delete(`/v1/operator/commands/${unknown}`, { token: t.token }), 404, 3001);
@@ -516,7 +526,10 @@ describe('cancel: DELETE /v1/operator/commands/{command_id}', () => {
     const t = await tenant();
     const d = await registerDevice(tp, sn(), t.siteId);
     const id = await stop(t, d);
-    const { client, secret } = await tp.store.createClient({ operator_ids: [t.operatorId], scopes: ['read'] });
+    const { client, secret } = await tp.store.createClient({
+      operator_ids: [t.operatorId],
+      scopes: ['read'],
+    });
     const res = await tp.http.post('/v1/operator/oauth/token', {
       json: { client_id: client.client_id, client_secret: secret, grant_type: 'client_credentials' },
     });
@@ -551,8 +564,10 @@ describe('flexibility controls', () => {
     expect(res.status).toBe(200);
     return res.body.data;
   }
-  const commandOf = (view: { devices: Array<{ device_id: string; command_id: string }> }, d: RegisteredDevice) =>
-    view.devices.find((x) => x.device_id === d.deviceId)!.command_id;
+  const commandOf = (
+    view: { devices: Array<{ device_id: string; command_id: string }> },
+    d: RegisteredDevice,
+  ) => view.devices.find((x) => x.device_id === d.deviceId)!.command_id;
 
   it('shows per-charger progress that moves as chargers receive and report the command', async () => {
     const { t, devices } = await fleet(3);
@@ -578,7 +593,11 @@ describe('flexibility controls', () => {
       ends_at: expect.any(String),
       device_count: 3,
       progress: { queued: 3 },
-      devices: devices.map((d) => ({ device_id: d.deviceId, command_id: expect.any(String), status: 'queued' })),
+      devices: devices.map((d) => ({
+        device_id: d.deviceId,
+        command_id: expect.any(String),
+        status: 'queued',
+      })),
     });
     expectWithin(view.created_at, created);
     expect(Date.parse(view.ends_at) - Date.parse(view.created_at)).toBe(3_600_000);
@@ -663,7 +682,9 @@ describe('flexibility controls', () => {
     // c never asked: its command is still queued.
 
     advance(10_000);
-    const cancelled = await during(() => tp.http.delete(`/v1/operator/control/${controlId}`, { token: t.token }));
+    const cancelled = await during(() =>
+      tp.http.delete(`/v1/operator/control/${controlId}`, { token: t.token }),
+    );
     expect(cancelled.result.status).toBe(200);
     expect(cancelled.result.body).toEqual({
       code: 0,
@@ -676,7 +697,11 @@ describe('flexibility controls', () => {
     expect(view.progress).toEqual({ delivered: 1, accepted: 1, cancelled: 1 });
     const cView = await command(t, original.c);
     expect(cView.status).toBe('cancelled');
-    expect(cView.history.at(-1)).toEqual({ status: 'cancelled', at: expect.any(String), reason: 'control cancelled' });
+    expect(cView.history.at(-1)).toEqual({
+      status: 'cancelled',
+      at: expect.any(String),
+      reason: 'control cancelled',
+    });
     expectWithin(cView.history.at(-1).at, cancelled);
 
     // The reversal: same command name and control_id, the window ended at the cancellation.
@@ -715,7 +740,11 @@ describe('flexibility controls', () => {
     const controlId = await flex(t, 600);
     expectError(await tp.http.get(`/v1/operator/control/${controlId}`, { token: other.token }), 404, 3001);
     expectError(await tp.http.delete(`/v1/operator/control/${controlId}`, { token: other.token }), 404, 3001);
-    expectError(await tp.http.get('/v1/operator/control/ctl_00000000000000000000', { token: t.token }), 404, 3001);
+    expectError(
+      await tp.http.get('/v1/operator/control/ctl_00000000000000000000', { token: t.token }),
+      404,
+      3001,
+    );
     expectError(
       await tp.http.delete('/v1/operator/control/ctl_00000000000000000000', { token: t.token }),
       404,

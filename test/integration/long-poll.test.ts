@@ -126,7 +126,9 @@ describe('GET /v1/device/commands?wait=', () => {
       expect(latency).toBeLessThan(1_000);
       expect(waiting()).toBe(0);
       // Delivered by the poll: the operator sees it.
-      const view = await tp.http.get(`/v1/operator/commands/${queued.body.data.command_id}`, { token: t.token });
+      const view = await tp.http.get(`/v1/operator/commands/${queued.body.data.command_id}`, {
+        token: t.token,
+      });
       expect(view.body.data.status).toBe('delivered');
     }
   });
@@ -201,7 +203,9 @@ describe('GET /v1/device/commands?wait=', () => {
     expect(ms).toBeGreaterThanOrEqual(900);
     // The neighbour's command is still waiting for the neighbour.
     const theirs = await poll(neighbour, '?wait=0');
-    expect(theirs.body.data.commands.map((c: Pending) => c.command_id)).toEqual([queued.body.data.command_id]);
+    expect(theirs.body.data.commands.map((c: Pending) => c.command_id)).toEqual([
+      queued.body.data.command_id,
+    ]);
   });
 
   it('wakes every poll the same charger holds open', async () => {
@@ -320,7 +324,9 @@ describe('GET /v1/device/commands?wait=', () => {
       const res = await poll(d, '?wait=5');
       expect(res.body.data.commands.map((c: Pending) => c.command_id)).toEqual([queued.body.data.command_id]);
       const again = await poll(d, '?wait=5');
-      expect(again.body.data.commands.map((c: Pending) => c.command_id)).toEqual([queued.body.data.command_id]);
+      expect(again.body.data.commands.map((c: Pending) => c.command_id)).toEqual([
+        queued.body.data.command_id,
+      ]);
     } finally {
       await dispatcher.close();
     }

@@ -56,6 +56,7 @@ function socket(opts: { token?: string; queryToken?: string; authorization?: str
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   if (opts.authorization !== undefined) headers.authorization = opts.authorization;
   const ws = new WebSocket(`wss://127.0.0.1:${tp.port}${STREAM}${query}`, { ca: tp.ca, headers });
+  ws.on('error', () => undefined); // failures surface as refusals, close codes or missing messages
   open.push(ws);
   return ws;
 }
@@ -198,7 +199,7 @@ function record(connectorId = 1, extra: Record<string, unknown> = {}) {
   };
 }
 
-async function postTelemetry(d: RegisteredDevice, body: Record<string, unknown> = record()) {
+async function postTelemetry(d: RegisteredDevice, body: ReturnType<typeof record> = record()) {
   spendRealtime(d.deviceId);
   const res = await tp.http.post('/v1/device/telemetry', { token: d.token, json: body });
   if (res.status !== 200) throw new Error(`telemetry: ${res.status} ${res.text}`);
@@ -272,6 +273,13 @@ describe('handshake', () => {
       expect(typeof res.body.message).toBe('string');
       expect(res.headers['x-api-version']).toBe('1.3.0');
     }
+    // A plain GET without the Upgrade is answered with an ErrorResponse too.
+    const plain = await tp.http.get(STREAM, { token: tenant.token });
+    expect(plain.status).toBe(426);
+    expect(plain.body).toMatchObject({ code: 1001, message: expect.any(String) });
+    expect(plain.headers.upgrade).toBe('websocket');
+    expect((await tp.http.get(STREAM)).body).toMatchObject({ code: 2001 });
+
     const writeOnly = await createTenant(tp, 'Stream Write Only', ['write']);
     const forbidden = await refused({ token: writeOnly.token });
     expect(forbidden.status).toBe(403);
@@ -306,7 +314,12 @@ describe('subscriptions and messages', () => {
     await byDevice.fence();
     await bySite.fence();
     const tel = (c: StreamConn) => c.received.filter((r) => r.data.type === 'telemetry');
-    const expected = sent.map((b) => ({ type: 'telemetry', device_id: dev.deviceId, site_id: tenant.siteId, ...b }));
+    const expected = sent.map((b) => ({
+      type: 'telemetry',
+      device_id: dev.deviceId,
+      site_id: tenant.siteId,
+      ...b,
+    }));
     expect(tel(byDevice).map((r) => r.data)).toEqual(expected);
     expect(tel(bySite).map((r) => r.data)).toEqual(expected);
 
@@ -399,7 +412,9 @@ describe('tenancy', () => {
     expect(unknown).toMatchObject({ type: 'error', code: 3001 });
     const foreign = await subscribe(conn, { device_ids: [otherDev.deviceId] });
     expect(foreign).toMatchObject({ type: 'error', code: 3001 });
-    expect(foreign.message.replace(otherDev.deviceId, 'X')).toBe(unknown.message.replace('dev_doesnotexist', 'X'));
+    expect(foreign.message.replace(otherDev.deviceId, 'X')).toBe(
+      unknown.message.replace('dev_doesnotexist', 'X'),
+    );
     expect(await subscribe(conn, { device_ids: [dev.deviceId, otherDev.deviceId] })).toMatchObject({
       type: 'error',
       code: 3001,
@@ -421,8 +436,12 @@ describe('tenancy', () => {
       timestamp: posted.timestamp,
     });
     await conn.fence();
-    expect(conn.received.map((r) => r.data).filter((m) => m.type !== 'error' && m.type !== 'pong')).toEqual([]);
-    expect(JSON.stringify(conn.received.map((r) => r.data))).not.toContain(`"device_id":"${otherDev.deviceId}"`);
+    expect(conn.received.map((r) => r.data).filter((m) => m.type !== 'error' && m.type !== 'pong')).toEqual(
+      [],
+    );
+    expect(JSON.stringify(conn.received.map((r) => r.data))).not.toContain(
+      `"device_id":"${otherDev.deviceId}"`,
+    );
     await conn.close();
     await owner.close();
   });
@@ -455,9 +474,9 @@ describe('tenancy', () => {
     expect(firstSeenByNewOwner).toBeDefined();
     const after: string[] = [];
     for (let i = 0; i < 3; i++) after.push((await postTelemetry(mover)).timestamp);
-    expect(
-      (await newOwner.take((m) => m.type === 'telemetry' && m.timestamp === after[2])).site_id,
-    ).toBe(other.siteId);
+    expect((await newOwner.take((m) => m.type === 'telemetry' && m.timestamp === after[2])).site_id).toBe(
+      other.siteId,
+    );
 
     for (const c of [byDevice, bySite]) {
       await c.fence();
@@ -498,7 +517,9 @@ describe('connection limit: one per client per subscription set', () => {
       scopes: ['read'],
     });
     const otherClient = await connect({ token: await operatorToken(tp.http, client.client_id, secret) });
-    expect((await subscribe(otherClient, { device_ids: [dev.deviceId, dev2.deviceId] })).type).toBe('subscribed');
+    expect((await subscribe(otherClient, { device_ids: [dev.deviceId, dev2.deviceId] })).type).toBe(
+      'subscribed',
+    );
 
     // The first connection was not disturbed.
     const posted = await postTelemetry(dev2);
@@ -567,7 +588,10 @@ describe('slow consumer', () => {
         record(1 + (i % 4), { phase_details: { l1: phase, l2: phase, l3: phase } }),
       );
       spendRealtime(slowDev.deviceId);
-      const res = await tp.http.post('/v1/device/telemetry/batch', { token: slowDev.token, json: { records } });
+      const res = await tp.http.post('/v1/device/telemetry/batch', {
+        token: slowDev.token,
+        json: { records },
+      });
       expect(res.status).toBe(200);
       expect(res.body.data.accepted).toBe(500);
       expectedTimestamps.push(...records.map((r) => r.timestamp));
@@ -603,7 +627,9 @@ describe('slow consumer', () => {
 
     // The stream still works for the healthy subscriber afterwards.
     const posted = await postTelemetry(slowDev);
-    expect(await healthy.take((m) => m.type === 'telemetry' && m.timestamp === posted.timestamp)).toBeDefined();
+    expect(
+      await healthy.take((m) => m.type === 'telemetry' && m.timestamp === posted.timestamp),
+    ).toBeDefined();
     await healthy.close();
   });
 });
@@ -619,7 +645,9 @@ describe('expired token', () => {
     expect(viaQuery.status).toBe(401);
     expect(viaQuery.body.code).toBe(2002);
     // A fresh token works again.
-    const fresh = await connect({ token: await operatorToken(tp.http, tenant.clientId, tenant.clientSecret) });
+    const fresh = await connect({
+      token: await operatorToken(tp.http, tenant.clientId, tenant.clientSecret),
+    });
     expect((await subscribe(fresh, { device_ids: [dev.deviceId] })).type).toBe('subscribed');
     await fresh.close();
   });
