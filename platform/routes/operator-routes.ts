@@ -96,13 +96,19 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
     if (!site || !principal(request).operatorIds.includes(site.operator_id)) throw errors.notFound('Site');
     return site;
   }
-  const expiry = (kind: keyof typeof COMMAND_EXPIRY_SECONDS) =>
-    ctx.now() + COMMAND_EXPIRY_SECONDS[kind] * 1000;
+  /** A command's expiry counts from the same instant as its creation. */
+  const expiry = (kind: keyof typeof COMMAND_EXPIRY_SECONDS, t: number) =>
+    t + COMMAND_EXPIRY_SECONDS[kind] * 1000;
   /** Queues one command for one connector and wakes the charger's long poll. */
-  async function queue(request: FastifyRequest, cmd: Omit<NewCommand, 'client_id'>) {
+  async function queue(
+    request: FastifyRequest,
+    kind: 'stop' | 'start' | 'discharge',
+    cmd: Omit<NewCommand, 'client_id' | 'expiry_ms' | 'command'>,
+  ) {
+    const t = ctx.now();
     const [row] = await ctx.store.enqueueCommands(
-      [{ ...cmd, client_id: principal(request).clientId }],
-      ctx.now(),
+      [{ ...cmd, command: kind, expiry_ms: expiry(kind, t), client_id: principal(request).clientId }],
+      t,
     );
     ctx.notifier.notify(cmd.device_id);
     ctx.events.commandStatus(row!, row!.created_ms);
@@ -334,11 +340,9 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404],
       handler: async ({ params, body, request }) => {
         const c = await visibleConnector(request, params);
-        return queue(request, {
+        return queue(request, 'stop', {
           device_id: c.device_id,
-          command: 'stop',
           params: { connector_id: c.connector_id, reason: body.reason ?? 'user_request' },
-          expiry_ms: expiry('stop'),
         });
       },
     }),
@@ -356,11 +360,9 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404],
       handler: async ({ params, body, request }) => {
         const c = await visibleConnector(request, params);
-        return queue(request, {
+        return queue(request, 'start', {
           device_id: c.device_id,
-          command: 'start',
           params: { connector_id: c.connector_id, ...body },
-          expiry_ms: expiry('start'),
         });
       },
     }),
@@ -378,11 +380,9 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ params, body, request }) => {
         const c = await visibleConnector(request, params);
         if (!c.v2g_capable) throw errors.conflict('Connector is not V2G-capable');
-        return queue(request, {
+        return queue(request, 'discharge', {
           device_id: c.device_id,
-          command: 'discharge',
           params: { connector_id: c.connector_id, ...body },
-          expiry_ms: expiry('discharge'),
         });
       },
     }),
@@ -409,7 +409,7 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
             device_id: c.device_id,
             command: 'set_schedule',
             params: { connector_id: c.connector_id, schedule },
-            expiry_ms: expiry('set_schedule'),
+            expiry_ms: expiry('set_schedule', t),
             client_id: principal(request).clientId,
           },
         );
@@ -452,13 +452,20 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404],
       handler: async ({ params, request }) => {
         const c = await visibleConnector(request, params);
-        const cmd = await ctx.store.deleteSchedule(c.device_id, c.connector_id, params.schedule_id, {
-          device_id: c.device_id,
-          command: 'delete_schedule',
-          params: { connector_id: c.connector_id, schedule_id: params.schedule_id },
-          expiry_ms: expiry('delete_schedule'),
-          client_id: principal(request).clientId,
-        });
+        const t = ctx.now();
+        const cmd = await ctx.store.deleteSchedule(
+          c.device_id,
+          c.connector_id,
+          params.schedule_id,
+          {
+            device_id: c.device_id,
+            command: 'delete_schedule',
+            params: { connector_id: c.connector_id, schedule_id: params.schedule_id },
+            expiry_ms: expiry('delete_schedule', t),
+            client_id: principal(request).clientId,
+          },
+          t,
+        );
         if (!cmd) throw errors.notFound('Schedule');
         ctx.notifier.notify(c.device_id);
         ctx.events.commandStatus(cmd, cmd.created_ms);

@@ -180,7 +180,9 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX firmware_status_by_device ON firmware_status(device_id, ts_ms DESC);
   -- Replayed uploads (an agent's outbox after an outage) must not duplicate anything.
-  CREATE UNIQUE INDEX telemetry_unique ON telemetry(device_id, connector_id, ts_ms);
+  -- Also the index of time-range reads (energy): device, then time.
+  DROP INDEX telemetry_by_device_time;
+  CREATE UNIQUE INDEX telemetry_unique ON telemetry(device_id, ts_ms, connector_id);
   -- Record ids are chosen by chargers: unique per charger, not across the fleet.
   CREATE TABLE charging_records_v2 (
     record_id TEXT NOT NULL,

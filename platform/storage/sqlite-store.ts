@@ -8,6 +8,7 @@ import type {
   CommandStatus,
   PendingCommand,
   Scope,
+  TelemetryRecord,
 } from '../../shared/index.js';
 import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
@@ -159,6 +160,37 @@ function toControl(raw: RawControl): ControlRow {
     target_ids: JSON.parse(raw.target_ids) as string[],
     params: JSON.parse(raw.params) as Record<string, unknown>,
     operator_ids: JSON.parse(raw.operator_ids) as string[],
+  };
+}
+
+interface TelemetryRow {
+  device_id: string;
+  connector_id: number;
+  ts_ms: number;
+  state: string;
+  voltage: number | null;
+  current: number | null;
+  power: number | null;
+  energy_delivered: number | null;
+  soc: number | null;
+  temperature: number | null;
+  phase_details: string | null;
+  received_ms: number;
+}
+function telemetryRow(deviceId: string, t: TelemetryRecord, receivedMs: number): TelemetryRow {
+  return {
+    device_id: deviceId,
+    connector_id: t.connector_id,
+    ts_ms: Date.parse(t.timestamp),
+    state: t.state,
+    voltage: t.voltage ?? null,
+    current: t.current ?? null,
+    power: t.power ?? null,
+    energy_delivered: t.energy_delivered ?? null,
+    soc: t.soc ?? null,
+    temperature: t.temperature ?? null,
+    phase_details: t.phase_details ? JSON.stringify(t.phase_details) : null,
+    received_ms: receivedMs,
   };
 }
 
@@ -328,8 +360,8 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
        RETURNING secret_gen`,
     ),
     energySamples: db.prepare(
-      `SELECT connector_id, device_id, ts_ms, power FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?
-       ORDER BY connector_id, ts_ms`,
+      `SELECT connector_id, ts_ms, power FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?
+       ORDER BY ts_ms, connector_id`,
     ),
     getSetting: db.prepare('SELECT value FROM settings WHERE key = ?'),
     setSetting: db.prepare(
@@ -381,6 +413,58 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     );
     return { ...row, scopes: row.scopes.split(',') as Scope[], operator_ids };
   };
+
+  /**
+   * Telemetry is the hottest write: every record of one event-loop turn goes into one transaction, and each
+   * connector's live state is written once per batch, from its newest record, instead of once per record.
+   */
+  interface PendingTelemetry {
+    deviceId: string;
+    records: readonly TelemetryRecord[];
+    receivedMs: number;
+    resolve: (inserted: number) => void;
+    reject: (err: unknown) => void;
+  }
+  const insertTelemetryBatch = (batch: readonly PendingTelemetry[]): number[] => {
+    const newest = new Map<string, TelemetryRow>();
+    const counts = batch.map((p) => {
+      let n = 0;
+      for (const t of p.records) {
+        const row = telemetryRow(p.deviceId, t, p.receivedMs);
+        if (stmt.insertTelemetry.run(row).changes === 1) {
+          n++;
+          const key = `${p.deviceId}|${t.connector_id}`;
+          const seen = newest.get(key);
+          if (!seen || seen.ts_ms <= row.ts_ms) newest.set(key, row);
+        }
+      }
+      return n;
+    });
+    for (const row of newest.values()) stmt.upsertConnectorState.run(row);
+    return counts;
+  };
+  let pendingTelemetry: PendingTelemetry[] = [];
+  const addTelemetry = (deviceId: string, records: readonly TelemetryRecord[], receivedMs: number) =>
+    new Promise<number>((resolve, reject) => {
+      pendingTelemetry.push({ deviceId, records, receivedMs, resolve, reject });
+      if (pendingTelemetry.length > 1) return;
+      // The first record of a turn schedules the batch; later ones in the same turn join it.
+      const batch = pendingTelemetry;
+      batcher
+        .write(() => {
+          pendingTelemetry = [];
+          return insertTelemetryBatch(batch);
+        })
+        .then(
+          (counts) => batch.forEach((p, i) => p.resolve(counts[i] ?? 0)),
+          // One bad record must not fail its neighbours: retry each request on its own.
+          () => {
+            for (const p of batch) {
+              batcher.write(() => insertTelemetryBatch([p])[0] ?? 0).then(p.resolve, p.reject);
+            }
+          },
+        );
+    });
 
   // The admin CLI writes from another process; data_version changes when it commits. Admin changes made
   // through this connection (tests, an embedded admin API) bump `localChanges` instead.
@@ -572,29 +656,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       return raw ? toConnector(raw) : undefined;
     },
     recordTelemetry(deviceId, records, receivedMs) {
-      return batcher.write(() => {
-        let inserted = 0;
-        for (const t of records) {
-          const row = {
-            device_id: deviceId,
-            connector_id: t.connector_id,
-            ts_ms: Date.parse(t.timestamp),
-            state: t.state,
-            voltage: t.voltage ?? null,
-            current: t.current ?? null,
-            power: t.power ?? null,
-            energy_delivered: t.energy_delivered ?? null,
-            soc: t.soc ?? null,
-            temperature: t.temperature ?? null,
-            phase_details: t.phase_details ? JSON.stringify(t.phase_details) : null,
-            received_ms: receivedMs,
-          };
-          const fresh = stmt.insertTelemetry.run(row).changes;
-          if (fresh === 1) stmt.upsertConnectorState.run(row);
-          inserted += fresh;
-        }
-        return inserted;
-      });
+      return addTelemetry(deviceId, records, receivedMs);
     },
     recordHeartbeat(deviceId, hb) {
       return batcher.write(() => {
@@ -867,11 +929,11 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       ).map((r) => JSON.parse(r.body) as ChargingSchedule);
       return { total, page, size, items };
     },
-    async deleteSchedule(deviceId, connectorId, scheduleId, command) {
+    async deleteSchedule(deviceId, connectorId, scheduleId, command, nowMs) {
       return db
         .transaction(() => {
           if (stmt.deleteSchedule.run(deviceId, connectorId, scheduleId).changes === 0) return undefined;
-          return insertCommandsNow([command], now())[0];
+          return insertCommandsNow([command], nowMs)[0];
         })
         .immediate();
     },
@@ -895,7 +957,8 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
         return b;
       };
       for (const deviceId of deviceIds) {
-        let prev: { connector_id: number; ts_ms: number; power: number | null } | undefined;
+        // Rows come in time order (the telemetry index); each connector keeps its own previous sample.
+        const prevOf = new Map<number, { connector_id: number; ts_ms: number; power: number | null }>();
         for (const row of stmt.energySamples.iterate(
           deviceId,
           startMs - MAX_GAP_MS,
@@ -912,7 +975,8 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
             b.power_sum += p;
             if (p > b.max_power) b.max_power = p;
           }
-          if (prev && prev.connector_id === row.connector_id && prev.power !== null) {
+          const prev = prevOf.get(row.connector_id);
+          if (prev && prev.power !== null) {
             const dt = row.ts_ms - prev.ts_ms;
             if (dt > 0 && dt <= MAX_GAP_MS) {
               const to = Math.min(row.ts_ms, endMs);
@@ -926,7 +990,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
               }
             }
           }
-          prev = row;
+          prevOf.set(row.connector_id, row);
         }
       }
       return [...buckets.values()].sort((a, b) => a.start_ms - b.start_ms);

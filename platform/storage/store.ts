@@ -280,6 +280,7 @@ export interface Store {
     connectorId: number,
     scheduleId: string,
     command: NewCommand,
+    nowMs: number,
   ): Promise<CommandRow | undefined>;
   deviceIdsInSite(siteId: string): Promise<string[]>;
   energyBuckets(

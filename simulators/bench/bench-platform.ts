@@ -26,7 +26,9 @@ export interface BenchPlatform {
 export async function startBenchPlatform(extraArgs: string[] = []): Promise<BenchPlatform> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cp-bench-'));
   // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of the platform process there (open it in Chrome DevTools).
-  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR] : [];
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
+    : [];
   const child: ChildProcess = spawn(
     process.execPath,
     [
