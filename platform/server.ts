@@ -37,6 +37,8 @@ export interface BuildOptions extends PlatformOptions {
   rateLimitStore?: RateLimitStore;
   /** pino level (`info`, `warn`, ...); absent: no logs. `stream` lets tests capture what is logged. */
   log?: { level: string; stream?: DestinationStream };
+  /** Stream keep-alive ping period (ms); 30 s unless a test shortens it. */
+  streamPingMs?: number;
   /** How often expired commands and ended controls are swept (ms). */
   sweepEveryMs?: number;
 }
@@ -139,7 +141,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     events: noEvents,
     now,
   };
-  const stream = createTelemetryStream(context);
+  const stream = createTelemetryStream(context, opts.streamPingMs);
   context.events = stream.events;
   const metrics = createMetrics({
     store: opts.store,

@@ -456,7 +456,11 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
           return insertTelemetryBatch(batch);
         })
         .then(
-          (counts) => batch.forEach((p, i) => p.resolve(counts[i] ?? 0)),
+          (counts) => {
+            batch.forEach((p, i) => {
+              p.resolve(counts[i] ?? 0);
+            });
+          },
           // One bad record must not fail its neighbours: retry each request on its own.
           () => {
             for (const p of batch) {

@@ -40,7 +40,10 @@ export const STREAM_PATH = '/v1/operator/stream';
 /** How long a slow consumer has to read up to its 4008 close frame before the connection is cut. */
 const SLOW_CONSUMER_GRACE_MS = 10_000;
 
-export function createTelemetryStream(ctx: PlatformContext) {
+export function createTelemetryStream(
+  ctx: PlatformContext,
+  pingEveryMs = STREAM_PING_INTERVAL_SECONDS * 1000,
+) {
   const byDevice = new Map<string, Set<Subscriber>>();
   const bySite = new Map<string, Set<Subscriber>>();
   const bySubscriptionKey = new Map<string, Subscriber>();
@@ -216,7 +219,7 @@ export function createTelemetryStream(ctx: PlatformContext) {
       s.alive = false;
       s.socket.ping();
     }
-  }, STREAM_PING_INTERVAL_SECONDS * 1000);
+  }, pingEveryMs);
   pinger.unref();
 
   function authenticate(request: FastifyRequest) {

@@ -72,6 +72,8 @@ export interface TestPlatform {
   store: Store;
   platform: Platform;
   http: HttpClient;
+  /** Log lines captured when started with `logLevel`. */
+  logs: string[];
   /** Every route Fastify registered (method and URL pattern), for comparing with the OpenAPI document. */
   registeredRoutes: Array<{ method: string; url: string }>;
   /** Fake clock: move the platform's time forward. */
@@ -82,6 +84,9 @@ export interface TestPlatform {
 /** A real platform over real HTTPS on an ephemeral loopback port, on a fresh SQLite data directory. */
 export async function startTestPlatform(
   opts: {
+    /** Capture logs (pino JSON lines) at this level into `logs`. */
+    logLevel?: string;
+    streamPingMs?: number;
     registration?: 'open' | 'allowlist';
     tokenTtlSeconds?: number;
     defaultSiteId?: string;
@@ -91,6 +96,7 @@ export async function startTestPlatform(
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
   const tls = await ensureSelfSignedCertificate(dataDir);
   const keys = loadOrCreatePlatformKeys(dataDir);
+  const logs: string[] = [];
   let offset = 0;
   const now = () => Date.now() + offset;
   const store = createSqliteStore(dataDir, keys, now);
@@ -103,6 +109,10 @@ export async function startTestPlatform(
     keys,
     tls,
     now,
+    ...(opts.streamPingMs ? { streamPingMs: opts.streamPingMs } : {}),
+    ...(opts.logLevel
+      ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
+      : {}),
   });
   await platform.app.listen({ host: '127.0.0.1', port: 0 });
   const address = platform.app.server.address();
@@ -118,6 +128,7 @@ export async function startTestPlatform(
     platform,
     http,
     registeredRoutes: [...platform.registeredRoutes],
+    logs,
     advance(ms) {
       offset += ms;
     },
