@@ -73,6 +73,17 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
   },
   {
     method: 'GET',
+    url: '/docs',
+    operation: {
+      tags: ['system'],
+      summary: 'Interactive API reference (HTML, reads this document)',
+      responses: {
+        '200': { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
     url: '/v1/openapi.json',
     operation: {
       tags: ['system'],

@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { DestinationStream } from 'pino';
 import { API_VERSION, ErrorCode, type ErrorResponse, MAX_BODY_BYTES } from '../shared/index.js';
 import { ApiError } from './api-error.js';
+import { API_REFERENCE_HTML } from './api-reference-page.js';
 import { createTokenService } from './auth/access-tokens.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
@@ -193,6 +194,15 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   healthRoutes(app);
   const openapi = JSON.stringify(buildOpenApiDocument(routes));
   app.get('/v1/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));
+  app.get('/docs', async (_request, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header(
+        'content-security-policy',
+        "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'",
+      )
+      .send(API_REFERENCE_HTML),
+  );
 
   const sweep = async () => {
     const t = now();

@@ -70,6 +70,17 @@ describe('GET /v1/openapi.json', () => {
   });
 });
 
+describe('GET /docs', () => {
+  it('serves the self-contained interactive reference that reads the OpenAPI document', async () => {
+    const res = await tp.http.get('/docs');
+    expect(res.status).toBe(200);
+    expect(String(res.headers['content-type'])).toBe('text/html; charset=utf-8');
+    expect(res.text).toContain("fetch('/v1/openapi.json')");
+    // No external scripts, styles or fonts: it must work on an isolated network.
+    expect(res.text).not.toMatch(/(src|href)=["']?https?:/);
+  });
+});
+
 describe('GET /metrics', () => {
   it('exposes requests, latencies, chargers, commands, subscribers and refusals in Prometheus format', async () => {
     const tenant = await createTenant(tp, 'Metrics Co');
