@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import websocket from '@fastify/websocket';
@@ -165,14 +166,21 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   // JSON keeps its raw text for HMAC request signatures; parsing stays Fastify's (prototype-poisoning safe).
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    request.rawBody = body as string;
-    parseJson(request, body as string, done);
+  // Read as bytes: decoding as a string would silently turn invalid UTF-8 into U+FFFD and store corrupted text
+  // (RFC 8259 §8.1: JSON exchanged between systems is UTF-8), so such a body is refused like invalid JSON.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (!isUtf8(body as Buffer)) {
+      done(new ApiError(ErrorCode.MALFORMED_BODY, 'Request body is not valid UTF-8'));
+      return;
+    }
+    const text = (body as Buffer).toString('utf8');
+    request.rawBody = text;
+    parseJson(request, text, done);
   });
   // OAuth client libraries send form bodies to the token endpoint; everywhere else only JSON is accepted.
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
+    { parseAs: 'buffer' },
     (request, body, done) => {
       if (request.routeOptions.url !== FORM_ROUTE) {
         done(
@@ -182,12 +190,27 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
         );
         return;
       }
-      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      if (!isUtf8(body as Buffer)) {
+        done(new ApiError(ErrorCode.MALFORMED_BODY, 'Request body is not valid UTF-8'));
+        return;
+      }
+      done(null, Object.fromEntries(new URLSearchParams((body as Buffer).toString('utf8'))));
     },
   );
 
   installErrorHandling(app);
-  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  await app.register(websocket, {
+    options: { maxPayload: 64 * 1024 },
+    // A stream client's protocol error (a frame over 64 KiB, invalid UTF-8 in a text frame) is its own fault:
+    // ws has already sent the close frame (1009, 1007). Log it as such, not as an internal error with a stack.
+    errorHandler: (err, socket, request) => {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (typeof code === 'string' && code.startsWith('WS_ERR_'))
+        request.log.info({ code }, `stream connection closed: ${err.message}`);
+      else request.log.error({ err }, 'stream connection error');
+      socket.terminate();
+    },
+  });
   const routes = [...operatorRoutes(context), ...deviceRoutes(context)];
   registerRoutes(app, context, routes);
   stream.register(app);

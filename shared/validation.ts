@@ -40,9 +40,11 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): Valida
   let path: PropertyKey[] = [...issue.path];
   // Unknown keys are reported on the object; name the first unknown key instead.
   if (issue.code === 'unrecognized_keys' && issue.keys.length > 0) path = [...path, issue.keys[0]!];
-  const field = path.length > 0 ? path.map(String).join('.') : 'body';
+  const fullField = path.length > 0 ? path.map(String).join('.') : 'body';
   const raw = valueAt(input, path);
-  const value = SECRET_FIELDS.test(field) ? '[redacted]' : echo(raw);
+  const value = SECRET_FIELDS.test(fullField) ? '[redacted]' : echo(raw);
+  // The name is the client's input too (an unknown key can be 60 KB long): cut like a value, never echoed whole.
+  const field = fullField.length > MAX_ECHO_CHARS ? `${fullField.slice(0, MAX_ECHO_CHARS)}…` : fullField;
   const message = issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message;
   return { ok: false, error: { field, value: value === undefined ? null : value, message } };
 }
