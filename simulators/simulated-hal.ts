@@ -451,6 +451,24 @@ function simulatorOptionsFrom(config: Record<string, unknown> | undefined): Simu
   if (rated !== undefined) options.ratedPowerKw = rated;
   const occupancy = number('initialOccupancy');
   if (occupancy !== undefined) options.initialOccupancy = occupancy;
+  const vacancy = number('meanVacancyMs');
+  if (vacancy !== undefined) options.meanVacancyMs = vacancy;
+  const mtbf = number('meanTimeBetweenFaultsMs');
+  if (mtbf !== undefined) options.meanTimeBetweenFaultsMs = mtbf;
+  // JSON has no Infinity: `"faults": false` turns random faults off.
+  if (config.faults === false) options.meanTimeBetweenFaultsMs = Number.POSITIVE_INFINITY;
+  const tick = number('tickIntervalMs');
+  if (tick !== undefined) options.tickIntervalMs = tick;
+  const range = (key: string): [number, number] | undefined => {
+    const value = config[key];
+    return Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === 'number')
+      ? [value[0] as number, value[1] as number]
+      : undefined;
+  };
+  const dwell = range('dwellMs');
+  if (dwell) options.dwellMs = dwell;
+  const faultDuration = range('faultDurationMs');
+  if (faultDuration) options.faultDurationMs = faultDuration;
   if (config.vehicles === 'random' || config.vehicles === 'manual') options.vehicles = config.vehicles;
   if (typeof config.autoStartCharging === 'boolean') options.autoStartCharging = config.autoStartCharging;
   return options;

@@ -1,0 +1,450 @@
+/**
+ * Carries out the platform's commands (DESIGN.md §5): `stop`, `start`, `discharge`, `set_schedule`,
+ * `delete_schedule`, `set_power_limit`, `pause_charging`.
+ *
+ * - De-duplicated by `command_id` through the store's journal, which survives restarts: delivery is at least
+ *   once (heartbeat and long poll both deliver, and a command is redelivered until its report arrives).
+ * - `checkCommand` (pure) refuses, with a reason a person can act on, what the charger cannot or must not do:
+ *   an unknown command, invalid params, an expired command, an unknown connector, discharge without V2G
+ *   hardware, a start or discharge with no vehicle.
+ * - Reports go into the outbox in the same transaction as the journal entry and the command's effect on the
+ *   store, so nothing is reported that is not stored, and nothing stored goes unreported. `accepted`, then
+ *   `succeeded` or `failed`; or `rejected`.
+ * - Execution runs on the agent's exclusive runner: commands never overlap each other or a control pass.
+ * - Store-only commands (schedules, limits) succeed once stored; the control loop applies them. Hardware
+ *   commands (stop, start, discharge) store an override and succeed when the control pass that applies it
+ *   got the hardware there, or fail with the hardware's reason.
+ * - A command accepted before a crash but not finished is finished after the restart (`resumeUnfinished`).
+ */
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import {
+  type CommandParamsOf,
+  DeleteScheduleParams,
+  DischargeParams,
+  PauseChargingParams,
+  SetPowerLimitParams,
+  SetScheduleParams,
+  StartParams,
+  StopParams,
+} from '../shared/commands.js';
+import type { ReportedCommandStatus } from '../shared/device-api.js';
+import { REASON_MAX_LENGTH } from '../shared/limits.js';
+import { CommandName } from '../shared/resources.js';
+import { validate } from '../shared/validation.js';
+import type { AgentStore, JournalEntry } from './agent-store.js';
+import { type Clock, iso } from './clock.js';
+import type { ConnectorOverride } from './connector-policy.js';
+import type { ControlLoop } from './control-loop.js';
+import type { ConnectorInfo, ConnectorReading, Hal } from './hal.js';
+import type { IncomingCommand } from './platform-client.js';
+import type { SerialRunner } from './serial-runner.js';
+
+export type ParsedCommand =
+  | { name: 'stop'; params: CommandParamsOf<'stop'> }
+  | { name: 'start'; params: CommandParamsOf<'start'> }
+  | { name: 'discharge'; params: CommandParamsOf<'discharge'> }
+  | { name: 'set_schedule'; params: CommandParamsOf<'set_schedule'> }
+  | { name: 'delete_schedule'; params: CommandParamsOf<'delete_schedule'> }
+  | { name: 'set_power_limit'; params: CommandParamsOf<'set_power_limit'> }
+  | { name: 'pause_charging'; params: CommandParamsOf<'pause_charging'> };
+
+export type CommandCheck = { ok: true; command: ParsedCommand } | { ok: false; reason: string };
+
+export interface CheckContext {
+  /** The platform's time as best known (agent clock corrected by the measured skew), ms. */
+  now: number;
+  connectors: readonly ConnectorInfo[];
+}
+
+function parse<S extends z.ZodType>(
+  schema: S,
+  params: unknown,
+): { ok: true; data: z.infer<S> } | { ok: false; reason: string } {
+  const result = validate(schema, params);
+  if (result.ok) return { ok: true, data: result.data };
+  const { field, message } = result.error;
+  return { ok: false, reason: `invalid params: ${field === 'body' ? 'params' : field}: ${message}` };
+}
+
+function parsedOf(name: CommandName, params: unknown): CommandCheck {
+  const fail = (r: { ok: false; reason: string }): CommandCheck => r;
+  switch (name) {
+    case 'stop': {
+      const p = parse(StopParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'start': {
+      const p = parse(StartParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'discharge': {
+      const p = parse(DischargeParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'set_schedule': {
+      const p = parse(SetScheduleParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'delete_schedule': {
+      const p = parse(DeleteScheduleParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'set_power_limit': {
+      const p = parse(SetPowerLimitParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'pause_charging': {
+      const p = parse(PauseChargingParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+  }
+}
+
+/** Whether the charger can take this command, and its typed params. Pure. */
+export function checkCommand(
+  command: Pick<IncomingCommand, 'command' | 'params' | 'expiry'>,
+  ctx: CheckContext,
+): CommandCheck {
+  const name = CommandName.safeParse(command.command);
+  if (!name.success)
+    return { ok: false, reason: `unsupported command ${JSON.stringify(command.command).slice(0, 40)}` };
+  const expiry = Date.parse(command.expiry);
+  if (Number.isNaN(expiry)) return { ok: false, reason: 'invalid expiry' };
+  if (expiry <= ctx.now) {
+    return {
+      ok: false,
+      reason: `command expired at ${command.expiry} before the charger could run it (charger time ${iso(ctx.now)})`,
+    };
+  }
+  const parsed = parsedOf(name.data, command.params);
+  if (!parsed.ok) return parsed;
+  const params = parsed.command.params;
+  if ('connector_id' in params) {
+    const connector = ctx.connectors.find((c) => c.connectorId === params.connector_id);
+    if (!connector) {
+      const ids = ctx.connectors.map((c) => c.connectorId).join(', ');
+      return {
+        ok: false,
+        reason: `unknown connector ${params.connector_id} (this charger has ${ids || 'none'})`,
+      };
+    }
+    if (parsed.command.name === 'discharge' && !connector.v2gCapable) {
+      return {
+        ok: false,
+        reason: `connector ${connector.connectorId} has no V2G hardware: cannot discharge`,
+      };
+    }
+    if (
+      parsed.command.name === 'set_schedule' &&
+      !connector.v2gCapable &&
+      parsed.command.params.schedule.time_slots.some((s) => s.action === 'discharge')
+    ) {
+      return {
+        ok: false,
+        reason: `connector ${connector.connectorId} has no V2G hardware: discharge slots are not possible`,
+      };
+    }
+  }
+  return parsed;
+}
+
+/** Reasons travel to the platform: keep them within its limit. */
+function clip(reason: string): string {
+  return reason.length > REASON_MAX_LENGTH ? `${reason.slice(0, REASON_MAX_LENGTH - 1)}…` : reason;
+}
+
+export interface CommandExecutorOptions {
+  store: AgentStore;
+  hal: Hal;
+  controlLoop: ControlLoop;
+  runner: SerialRunner;
+  clock: Clock;
+  logger: Logger;
+  connectors: () => readonly ConnectorInfo[];
+  /** Platform time minus agent time, ms (from the heartbeat); expiry is judged in platform time. */
+  skewMs?: () => number;
+  /** Told whenever a report was queued (the uplink wakes up). */
+  onReport?: () => void;
+}
+
+export interface CommandExecutor {
+  /** Takes delivered commands; new ones are journaled and queued on the runner, repeats are ignored. */
+  receive(commands: readonly IncomingCommand[]): { fresh: number; repeats: number };
+  /** Finishes commands a crash interrupted. */
+  resumeUnfinished(): void;
+  /** Resolves when every queued command has finished. */
+  idle(): Promise<void>;
+}
+
+type Report = { status: ReportedCommandStatus; reason?: string };
+
+export function createCommandExecutor(options: CommandExecutorOptions): CommandExecutor {
+  const { store, hal, controlLoop, runner, clock, logger } = options;
+  const skew = options.skewMs ?? (() => 0);
+
+  function report(entry: JournalEntry, reports: Report[], also?: () => void): void {
+    store.recordCommandStatus(
+      entry.commandId,
+      reports.map((r) => (r.reason !== undefined ? { ...r, reason: clip(r.reason) } : r)),
+      iso(clock.now()),
+      also,
+    );
+    const last = reports[reports.length - 1]!;
+    logger.info(
+      { command_id: entry.commandId, command: entry.command, status: last.status, reason: last.reason },
+      'command',
+    );
+    options.onReport?.();
+  }
+
+  async function readingOf(connectorId: number): Promise<ConnectorReading | undefined> {
+    try {
+      return await hal.readConnector(connectorId);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stores `override`, runs a control pass and judges the connector's outcome. */
+  async function applyOverride(
+    entry: JournalEntry,
+    connectorId: number,
+    override: ConnectorOverride,
+    wanted: 'charge' | 'discharge' | 'idle',
+  ): Promise<void> {
+    store.setOverride(connectorId, override);
+    const outcome = (await controlLoop.applyNow()).get(connectorId);
+    if (!outcome) {
+      report(
+        entry,
+        [{ status: 'failed', reason: `connector ${connectorId} is not known to the hardware` }],
+        () => store.setOverride(connectorId, undefined),
+      );
+      return;
+    }
+    if (outcome.error) {
+      report(entry, [{ status: 'failed', reason: `hardware refused: ${outcome.error.message}` }], () =>
+        wanted === 'idle' ? undefined : store.setOverride(connectorId, undefined),
+      );
+      if (wanted !== 'idle') controlLoop.trigger('command failed');
+      return;
+    }
+    if (wanted === 'idle') {
+      // A stop succeeds when no energy flows, whatever else holds the connector (no vehicle: nothing to stop).
+      const present = outcome.reading?.vehiclePresent ?? true;
+      report(entry, [
+        {
+          status: 'succeeded',
+          reason: present
+            ? 'stopped; stays off until the vehicle is unplugged or started again'
+            : `nothing to stop: no vehicle on connector ${connectorId}`,
+        },
+      ]);
+      return;
+    }
+    if (outcome.target.mode !== wanted) {
+      // Allowed by the command but held by something stronger (a flexibility pause, min_soc, target_soc).
+      report(
+        entry,
+        [
+          {
+            status: 'failed',
+            reason: `not ${wanted === 'charge' ? 'charging' : 'discharging'}: ${outcome.target.reason}`,
+          },
+        ],
+        () => store.setOverride(connectorId, undefined),
+      );
+      controlLoop.trigger('command failed');
+      return;
+    }
+    report(entry, [
+      {
+        status: 'succeeded',
+        reason: `${wanted === 'charge' ? 'charging' : 'discharging'} at up to ${outcome.target.powerLimitKw} kW`,
+      },
+    ]);
+  }
+
+  /** Refusals that depend on the hardware's state right now (checked before accepting). */
+  async function hardwareRefusal(command: ParsedCommand): Promise<string | undefined> {
+    if (command.name !== 'start' && command.name !== 'discharge') return undefined;
+    const id = command.params.connector_id;
+    const reading = await readingOf(id);
+    if (!reading) return `connector ${id} cannot be read`;
+    if (reading.faultCode !== 0) return `connector ${id} is in fault ${reading.faultCode}`;
+    if (!reading.vehiclePresent) return `no vehicle on connector ${id}`;
+    if (command.name === 'discharge' && reading.soc !== undefined && reading.soc <= command.params.min_soc) {
+      return `vehicle SOC ${reading.soc}% is at or below min_soc ${command.params.min_soc}%`;
+    }
+    return undefined;
+  }
+
+  async function execute(entry: JournalEntry, command: ParsedCommand, accepted: boolean): Promise<void> {
+    const acceptedAt = accepted ? entry.updatedAt : iso(clock.now());
+    const accept: Report[] = accepted ? [] : [{ status: 'accepted' }];
+    switch (command.name) {
+      case 'set_schedule': {
+        const { connector_id, schedule } = command.params;
+        report(
+          entry,
+          [...accept, { status: 'succeeded', reason: `schedule ${schedule.schedule_id} stored` }],
+          () => store.upsertSchedule(connector_id, { ...schedule, received_at: acceptedAt }, entry.commandId),
+        );
+        await controlLoop.applyNow();
+        return;
+      }
+      case 'delete_schedule': {
+        const { connector_id, schedule_id } = command.params;
+        let existed = false;
+        report(entry, [...accept, { status: 'succeeded' }], () => {
+          existed = store.deleteSchedule(connector_id, schedule_id);
+        });
+        if (!existed) logger.info({ schedule_id }, 'deleted schedule was not stored');
+        await controlLoop.applyNow();
+        return;
+      }
+      case 'set_power_limit':
+      case 'pause_charging': {
+        const p = command.params;
+        const lifted = Date.parse(p.ends_at) <= clock.now() + skew();
+        report(
+          entry,
+          [
+            ...accept,
+            {
+              status: 'succeeded',
+              reason: lifted
+                ? `control ${p.control_id} lifted`
+                : `control ${p.control_id} in force until ${p.ends_at}`,
+            },
+          ],
+          () => {
+            store.upsertLimit({
+              control_id: p.control_id,
+              kind: command.name === 'pause_charging' ? 'pause' : 'power_limit',
+              ...(command.name === 'set_power_limit'
+                ? { power_limit_percent: command.params.power_limit_percent }
+                : {}),
+              starts_at: p.starts_at,
+              ends_at: p.ends_at,
+              commandId: entry.commandId,
+              receivedAt: acceptedAt,
+              ...(p.reason !== undefined ? { reason: p.reason } : {}),
+            });
+          },
+        );
+        await controlLoop.applyNow();
+        return;
+      }
+      case 'stop': {
+        if (!accepted) report(entry, accept);
+        const id = command.params.connector_id;
+        await applyOverride(
+          entry,
+          id,
+          { kind: 'stop', commandId: entry.commandId, since: acceptedAt },
+          'idle',
+        );
+        return;
+      }
+      case 'start': {
+        if (!accepted) report(entry, accept);
+        const { connector_id, target_soc, power_limit } = command.params;
+        const override: ConnectorOverride = {
+          kind: 'start',
+          commandId: entry.commandId,
+          since: acceptedAt,
+          ...(target_soc !== undefined ? { targetSoc: target_soc } : {}),
+          ...(power_limit !== undefined ? { powerLimitKw: power_limit } : {}),
+        };
+        await applyOverride(entry, connector_id, override, 'charge');
+        return;
+      }
+      case 'discharge': {
+        if (!accepted) report(entry, accept);
+        const { connector_id, discharge_power, duration, min_soc } = command.params;
+        // The window starts when the charger accepted it; after a restart it is not stretched.
+        const until = iso(Date.parse(acceptedAt) + duration * 1000);
+        await applyOverride(
+          entry,
+          connector_id,
+          {
+            kind: 'discharge',
+            commandId: entry.commandId,
+            since: acceptedAt,
+            until,
+            powerKw: discharge_power,
+            minSoc: min_soc,
+          },
+          'discharge',
+        );
+        return;
+      }
+    }
+  }
+
+  async function handle(commandId: string): Promise<void> {
+    const entry = store.journalGet(commandId);
+    if (!entry || (entry.status !== 'received' && entry.status !== 'accepted')) return;
+    const check = checkCommand(entry, { now: clock.now() + skew(), connectors: options.connectors() });
+    if (entry.status === 'accepted') {
+      // Accepted before a restart: finish it even if it has expired since (it was accepted in time).
+      const parsed = check.ok ? check : parsedOf(entry.command as CommandName, entry.params);
+      if (!parsed.ok) {
+        report(entry, [{ status: 'failed', reason: parsed.reason }]);
+        return;
+      }
+      await execute(entry, parsed.command, true);
+      return;
+    }
+    if (!check.ok) {
+      report(entry, [{ status: 'rejected', reason: check.reason }]);
+      return;
+    }
+    const refusal = await hardwareRefusal(check.command);
+    if (refusal) {
+      report(entry, [{ status: 'rejected', reason: refusal }]);
+      return;
+    }
+    await execute(entry, check.command, false);
+  }
+
+  function enqueue(commandId: string): void {
+    runner
+      .run(() => handle(commandId))
+      .catch((error: unknown) => {
+        // The entry stays unfinished in the journal and is retried at the next start.
+        logger.error({ command_id: commandId, err: (error as Error).message }, 'command execution failed');
+      });
+  }
+
+  return {
+    receive(commands) {
+      let fresh = 0;
+      let repeats = 0;
+      const at = iso(clock.now());
+      for (const c of commands) {
+        const isNew = store.journalInsert(
+          { commandId: c.command_id, command: c.command, params: c.params, expiry: c.expiry },
+          at,
+        );
+        if (!isNew) {
+          repeats += 1;
+          continue;
+        }
+        fresh += 1;
+        logger.info({ command_id: c.command_id, command: c.command }, 'command received');
+        enqueue(c.command_id);
+      }
+      return { fresh, repeats };
+    },
+    resumeUnfinished() {
+      for (const entry of store.journalUnfinished()) {
+        logger.info({ command_id: entry.commandId, status: entry.status }, 'resuming command after restart');
+        enqueue(entry.commandId);
+      }
+    },
+    idle: () => runner.idle(),
+  };
+}

@@ -1,0 +1,421 @@
+import { MockAgent } from 'undici';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentFatalError, EXIT_IDENTITY_REFUSED } from '../../../agent/agent-errors.js';
+import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
+import type { Clock } from '../../../agent/clock.js';
+import { createDeviceCredentials, renewMarginMs } from '../../../agent/device-credentials.js';
+import {
+  createPlatformClient,
+  failureOf,
+  type PlatformClient,
+  PlatformError,
+  parseRetryAfter,
+  type TokenSource,
+} from '../../../agent/platform-client.js';
+import { signRequest } from '../../../shared/request-signing.js';
+import { quietLogger, tempDir } from '../../helpers/agent.js';
+
+const BASE = 'https://platform.test';
+const ok = (data: unknown) => ({ code: 0, message: 'success', data });
+const err = (code: number, message: string, details?: Record<string, unknown>) => ({
+  code,
+  message,
+  ...(details ? { details } : {}),
+});
+const json = { headers: { 'content-type': 'application/json' } };
+const SERVER_TIME = '2026-05-01T12:00:00.000Z';
+
+function mockPlatform() {
+  const agent = new MockAgent();
+  agent.disableNetConnect();
+  return { agent, pool: agent.get(BASE) };
+}
+
+function countingTokens(): TokenSource & { renewals: number } {
+  const source = {
+    renewals: 0,
+    current: 't1',
+    async token() {
+      return source.current;
+    },
+    async renew() {
+      source.renewals += 1;
+      source.current = `t${source.renewals + 1}`;
+      return source.current;
+    },
+  };
+  return source;
+}
+
+async function caught(promise: Promise<unknown>): Promise<PlatformError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof PlatformError) return error;
+    throw error;
+  }
+  throw new Error('expected a PlatformError');
+}
+
+describe('failure classification', () => {
+  it('classifies statuses and honours retry_after from the body, then the header', () => {
+    const now = Date.parse('2026-05-01T12:00:00Z');
+    const limited = failureOf(
+      429,
+      err(5001, 'Too many requests', { retry_after_seconds: 7 }),
+      { 'retry-after': '3' },
+      now,
+    );
+    expect(limited).toMatchObject({
+      kind: 'rate_limited',
+      retryable: true,
+      code: 5001,
+      retryAfterSeconds: 7,
+    });
+    expect(failureOf(429, undefined, { 'retry-after': '3' }, now).retryAfterSeconds).toBe(3);
+    expect(failureOf(503, undefined, {}, now)).toMatchObject({ kind: 'server', retryable: true });
+    expect(failureOf(400, err(1001, 'bad', { field: 'x' }), {}, now)).toMatchObject({
+      kind: 'rejected',
+      retryable: false,
+    });
+    expect(failureOf(409, err(4001, 'conflict'), {}, now)).toMatchObject({
+      kind: 'conflict',
+      retryable: false,
+    });
+    expect(failureOf(401, err(2002, 'expired'), {}, now)).toMatchObject({ kind: 'unauthorized', code: 2002 });
+    expect(parseRetryAfter('Fri, 01 May 2026 12:00:10 GMT', now)).toBe(10);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+  });
+});
+
+describe('platform client against a mocked platform', () => {
+  let mock: ReturnType<typeof mockPlatform>;
+  let client: PlatformClient;
+  beforeEach(() => {
+    mock = mockPlatform();
+    client = createPlatformClient({ baseUrl: BASE, dispatcher: mock.agent, timeoutMs: 2_000 });
+  });
+  afterEach(async () => {
+    await mock.agent.close();
+  });
+
+  it('parses a heartbeat; a command with an unknown name is kept for refusal, one without an id is counted', async () => {
+    mock.pool.intercept({ path: '/v1/device/heartbeat', method: 'POST' }).reply(
+      200,
+      ok({
+        commands: [
+          { command_id: 'cmd_1', command: 'stop', params: { connector_id: 1 }, expiry: SERVER_TIME },
+          { command_id: 'cmd_2', command: 'reboot', params: {}, expiry: SERVER_TIME },
+          { command: 'stop' },
+        ],
+        server_time: SERVER_TIME,
+      }),
+      json,
+    );
+    const api = client.withTokens(countingTokens());
+    const answer = await api.heartbeat({ timestamp: SERVER_TIME, status: 'online', fault_code: 0 });
+    expect(answer.commands.map((c) => c.command)).toEqual(['stop', 'reboot']);
+    expect(answer.unusable).toBe(1);
+    expect(answer.serverTime).toBe(SERVER_TIME);
+  });
+
+  it('turns malformed answers into retryable errors, never crashes', async () => {
+    const api = client.withTokens(countingTokens());
+    mock.pool
+      .intercept({ path: '/v1/device/heartbeat', method: 'POST' })
+      .reply(200, '<html>captive portal</html>');
+    expect(
+      await caught(api.heartbeat({ timestamp: SERVER_TIME, status: 'online', fault_code: 0 })),
+    ).toMatchObject({
+      kind: 'malformed',
+      retryable: true,
+    });
+    mock.pool
+      .intercept({ path: '/v1/device/heartbeat', method: 'POST' })
+      .reply(200, ok({ commands: 'nope' }), json);
+    expect(
+      (await caught(api.heartbeat({ timestamp: SERVER_TIME, status: 'online', fault_code: 0 }))).message,
+    ).toMatch(/malformed answer \(data.commands/);
+    mock.pool.intercept({ path: '/v1/device/telemetry', method: 'POST' }).reply(502, 'Bad Gateway');
+    expect(
+      await caught(api.sendTelemetry({ timestamp: SERVER_TIME, connector_id: 1, state: 'idle' })),
+    ).toMatchObject({
+      kind: 'server',
+      status: 502,
+      retryable: true,
+    });
+  });
+
+  it('reports a network failure as retryable', async () => {
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST' })
+      .replyWithError(new Error('ECONNREFUSED'));
+    expect(await caught(client.exchangeToken('dev_1', 's'))).toMatchObject({
+      kind: 'network',
+      retryable: true,
+    });
+  });
+
+  it('on 401 code 2002 renews the token and retries once', async () => {
+    const tokens = countingTokens();
+    const api = client.withTokens(tokens);
+    mock.pool
+      .intercept({ path: '/v1/device/telemetry', method: 'POST', headers: { authorization: 'Bearer t1' } })
+      .reply(401, err(2002, 'Access token expired'), json);
+    mock.pool
+      .intercept({ path: '/v1/device/telemetry', method: 'POST', headers: { authorization: 'Bearer t2' } })
+      .reply(200, ok({ accepted: 1 }), json);
+    expect(await api.sendTelemetry({ timestamp: SERVER_TIME, connector_id: 1, state: 'idle' })).toEqual({
+      accepted: 1,
+    });
+    expect(tokens.renewals).toBe(1);
+  });
+
+  it('retries only once: a second 401 is an error', async () => {
+    const tokens = countingTokens();
+    const api = client.withTokens(tokens);
+    mock.pool
+      .intercept({ path: '/v1/device/telemetry', method: 'POST' })
+      .reply(401, err(2002, 'expired'), json)
+      .times(2);
+    expect(
+      await caught(api.sendTelemetry({ timestamp: SERVER_TIME, connector_id: 1, state: 'idle' })),
+    ).toMatchObject({
+      kind: 'unauthorized',
+      code: 2002,
+    });
+    expect(tokens.renewals).toBe(1);
+  });
+
+  it('signs authenticated writes when asked, over the exact bytes sent; never GETs', async () => {
+    const signed = createPlatformClient({
+      baseUrl: BASE,
+      dispatcher: mock.agent,
+      signing: () => ({ secret: 'dev-secret', timestampSeconds: 1_777_000_000 }),
+    }).withTokens(countingTokens());
+    let seen: { headers: Record<string, string>; body: string } | undefined;
+    mock.pool.intercept({ path: '/v1/device/telemetry', method: 'POST' }).reply((opts) => {
+      seen = { headers: opts.headers as Record<string, string>, body: String(opts.body) };
+      return { statusCode: 200, data: ok({ accepted: 1 }), responseOptions: json };
+    });
+    await signed.sendTelemetry({ timestamp: SERVER_TIME, connector_id: 1, state: 'idle' });
+    expect(seen?.headers['x-timestamp']).toBe('1777000000');
+    expect(seen?.headers['x-signature']).toBe(
+      signRequest('dev-secret', 'POST', '/v1/device/telemetry', 1_777_000_000, seen?.body ?? ''),
+    );
+    let pollHeaders: Record<string, string> | undefined;
+    mock.pool.intercept({ path: '/v1/device/commands?wait=0', method: 'GET' }).reply((opts) => {
+      pollHeaders = opts.headers as Record<string, string>;
+      return { statusCode: 200, data: ok({ commands: [], server_time: SERVER_TIME }), responseOptions: json };
+    });
+    await signed.pollCommands(0);
+    expect(pollHeaders?.['x-signature']).toBeUndefined();
+  });
+
+  it('carries retry_after of a 429', async () => {
+    const api = client.withTokens(countingTokens());
+    mock.pool
+      .intercept({ path: '/v1/device/events', method: 'POST' })
+      .reply(429, err(5001, 'Too many requests', { retry_after_seconds: 12 }), {
+        headers: { 'retry-after': '12' },
+      });
+    const error = await caught(
+      api.sendEvents([{ event_id: 'e1', kind: 'boot', severity: 'info', timestamp: SERVER_TIME }]),
+    );
+    expect(error).toMatchObject({ kind: 'rate_limited', retryAfterSeconds: 12, retryable: true });
+  });
+});
+
+describe('device credentials: registration and token lifecycle', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let store: AgentStore;
+  let mock: ReturnType<typeof mockPlatform>;
+  let now: number;
+  const clock: Clock = {
+    now: () => now,
+    setTimeout: (callback) => setTimeout(callback, 0),
+    clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  };
+  const registration = () => ({
+    sn: 'SN-1',
+    model: 'M',
+    manufacturer: 'Acme',
+    firmware_version: '1.0',
+    connectors: [{ connector_id: 1, max_power_kw: 22, v2g_capable: false }],
+  });
+  function credentials() {
+    const client = createPlatformClient({ baseUrl: BASE, dispatcher: mock.agent, now: () => now });
+    return createDeviceCredentials({
+      store,
+      client,
+      clock,
+      logger: quietLogger(),
+      sn: 'SN-1',
+      platformUrl: BASE,
+      registration,
+      random: () => 0.5,
+      backoff: { baseMs: 10, capMs: 100 },
+    });
+  }
+  const registered = (secret = 'secret-1') =>
+    ok({ device_id: 'dev_1', device_secret: secret, expires_in: 86_400 });
+  const token = (value: string, ttl = 86_400) =>
+    ok({ access_token: value, token_type: 'Bearer', expires_in: ttl });
+
+  beforeEach(() => {
+    tmp = tempDir();
+    store = openAgentStore(tmp.dir);
+    mock = mockPlatform();
+    now = Date.parse('2026-05-01T12:00:00Z');
+  });
+  afterEach(async () => {
+    store.close();
+    tmp.remove();
+    await mock.agent.close();
+  });
+
+  it('registers once, retrying a platform that is down, and stores the identity before anything else', async () => {
+    mock.pool.intercept({ path: '/v1/device/register', method: 'POST' }).reply(503, err(9001, 'down'), json);
+    mock.pool.intercept({ path: '/v1/device/register', method: 'POST' }).reply(200, registered(), json);
+    const creds = credentials();
+    const identity = await creds.ensureRegistered();
+    expect(identity).toMatchObject({ deviceId: 'dev_1', secret: 'secret-1', sn: 'SN-1' });
+    expect(store.getIdentity()?.secret).toBe('secret-1');
+    expect(store.getState('last_error')?.where).toBe('register');
+    // Stored: a restart does not register again (no interceptor left would fail the test).
+    expect(await credentials().ensureRegistered()).toMatchObject({ deviceId: 'dev_1' });
+  });
+
+  it('409: fatal, telling the technician to have the operator reset the device', async () => {
+    mock.pool
+      .intercept({ path: '/v1/device/register', method: 'POST' })
+      .reply(409, err(4001, 'already registered'), json);
+    const error = await credentials()
+      .ensureRegistered()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AgentFatalError);
+    expect(error).toMatchObject({ exitCode: EXIT_IDENTITY_REFUSED });
+    expect((error as AgentFatalError).hint).toMatch(/operator to reset/);
+  });
+
+  it('403: fatal, not on the allowlist', async () => {
+    mock.pool
+      .intercept({ path: '/v1/device/register', method: 'POST' })
+      .reply(403, err(2003, 'not allowed'), json);
+    const error = (await credentials()
+      .ensureRegistered()
+      .catch((e: unknown) => e)) as AgentFatalError;
+    expect(error.message).toMatch(/allowlist/);
+    expect(error.hint).toMatch(/devices allow --sn SN-1/);
+  });
+
+  it('refuses a data directory that belongs to another charger', async () => {
+    store.saveIdentity({ deviceId: 'dev_9', secret: 's', sn: 'OTHER', platformUrl: BASE, registeredAt: 'x' });
+    await expect(credentials().ensureRegistered()).rejects.toThrow(/belongs to charger OTHER/);
+  });
+
+  it('keeps a token while fresh and renews it ahead of its expiry', async () => {
+    store.saveIdentity({
+      deviceId: 'dev_1',
+      secret: 'secret-1',
+      sn: 'SN-1',
+      platformUrl: BASE,
+      registeredAt: 'x',
+    });
+    mock.pool.intercept({ path: '/v1/device/token', method: 'POST' }).reply(200, token('tok-1'), json);
+    const creds = credentials();
+    expect(await creds.token()).toBe('tok-1');
+    expect(store.getToken()?.accessToken).toBe('tok-1');
+    now += 20 * 3_600_000;
+    expect(await credentials().token()).toBe('tok-1'); // reused from the store across a restart
+    now += 3 * 3_600_000 + 1; // within the last hour of 24
+    mock.pool.intercept({ path: '/v1/device/token', method: 'POST' }).reply(200, token('tok-2'), json);
+    expect(await creds.token()).toBe('tok-2');
+    expect(renewMarginMs(86_400_000)).toBe(3_600_000);
+    expect(renewMarginMs(60_000)).toBe(6_000);
+  });
+
+  it('registers again when the platform no longer accepts the secret (operator reset)', async () => {
+    store.saveIdentity({
+      deviceId: 'dev_1',
+      secret: 'old',
+      sn: 'SN-1',
+      platformUrl: BASE,
+      registeredAt: 'x',
+    });
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST', body: (b) => b.includes('"old"') })
+      .reply(401, err(2001, 'Invalid device credentials'), json);
+    mock.pool
+      .intercept({ path: '/v1/device/register', method: 'POST' })
+      .reply(200, registered('fresh'), json);
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST', body: (b) => b.includes('"fresh"') })
+      .reply(200, token('tok-new'), json);
+    expect(await credentials().renew()).toBe('tok-new');
+    expect(store.getIdentity()).toMatchObject({ deviceId: 'dev_1', secret: 'fresh' });
+  });
+
+  it('rotates the secret: stores the new one, then gets a token with it', async () => {
+    store.saveIdentity({
+      deviceId: 'dev_1',
+      secret: 'old',
+      sn: 'SN-1',
+      platformUrl: BASE,
+      registeredAt: 'x',
+    });
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST', body: (b) => b.includes('"old"') })
+      .reply(200, token('tok-old'), json);
+    mock.pool
+      .intercept({
+        path: '/v1/device/secret/rotate',
+        method: 'POST',
+        headers: { authorization: 'Bearer tok-old' },
+      })
+      .reply(200, registered('rotated'), json);
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST', body: (b) => b.includes('"rotated"') })
+      .reply(200, token('tok-rotated'), json);
+    const creds = credentials();
+    const client = createPlatformClient({ baseUrl: BASE, dispatcher: mock.agent, now: () => now });
+    await creds.rotateSecret(client.withTokens(creds));
+    expect(store.getIdentity()).toMatchObject({ secret: 'rotated', secretRotatedAt: expect.any(String) });
+    expect(await creds.token()).toBe('tok-rotated');
+  });
+
+  it('does not register again while a rotation is in flight (the old secret is already dead)', async () => {
+    store.saveIdentity({
+      deviceId: 'dev_1',
+      secret: 'old',
+      sn: 'SN-1',
+      platformUrl: BASE,
+      registeredAt: 'x',
+    });
+    store.saveToken({
+      accessToken: 'tok-old',
+      expiresAt: '2026-05-02T12:00:00.000Z',
+      obtainedAt: '2026-05-01T12:00:00.000Z',
+    });
+    mock.pool
+      .intercept({ path: '/v1/device/secret/rotate', method: 'POST' })
+      .reply(200, registered('rotated'), json)
+      .delay(150);
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST', body: (b) => b.includes('"old"') })
+      .reply(401, err(2001, 'Invalid device credentials'), json);
+    mock.pool
+      .intercept({ path: '/v1/device/token', method: 'POST', body: (b) => b.includes('"rotated"') })
+      .reply(200, token('tok-rotated'), json)
+      .times(2);
+    const creds = credentials();
+    const client = createPlatformClient({ baseUrl: BASE, dispatcher: mock.agent, now: () => now });
+    const rotation = creds.rotateSecret(client.withTokens(creds));
+    await new Promise((r) => setTimeout(r, 20));
+    // Another loop's token was revoked by the rotation; its renewal must wait, not re-register (409, fatal).
+    await expect(creds.renew()).rejects.toThrow('secret rotation in progress');
+    await rotation;
+    expect(store.getIdentity()?.secret).toBe('rotated');
+    expect(await creds.renew()).toBe('tok-rotated');
+  });
+});
