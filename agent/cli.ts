@@ -4,14 +4,21 @@
  *
  *   charger-agent run --data-dir DIR --platform-url URL [--ca FILE] --sn SN [--model M] [--manufacturer M]
  *                     [--firmware V] [--hal simulated|MODULE_PATH] [--connectors N] [--v2g] [--config FILE]
- *   charger-agent status --data-dir DIR [--json]      (not implemented yet)
- *   charger-agent diag   --data-dir DIR [--json]      (not implemented yet)
+ *   charger-agent status    --data-dir DIR [--json]
+ *   charger-agent diag      --data-dir DIR [--json] [--timeout SECONDS]
+ *   charger-agent schedules --data-dir DIR [--json]
+ *   charger-agent commands  --data-dir DIR [--limit N] [--json]
  *
  * Exit codes of `run`: 0 after SIGTERM/SIGINT and a clean shutdown; 1 unexpected failure; 2 usage or
  * configuration error; 3 the platform refuses this charger's identity (409 already registered, 403 not on the
  * allowlist) — a person has to act, restarting will not help.
+ *
+ * Exit codes of the technician commands (`TECH_EXIT`, technician-store.ts): 0 healthy / all checks passed /
+ * listed; 1 unexpected failure (e.g. the store cannot be read); 2 usage; 4 status degraded or a diag check
+ * failed; 5 no agent store in --data-dir (status also: not registered yet).
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import {
   ConfigError,
@@ -25,6 +32,16 @@ import { startAgent } from './agent-runtime.js';
 import type { Hal } from './hal.js';
 import { loadHal } from './hal-loader.js';
 import { createAgentLogger } from './logger.js';
+import { DEFAULT_DIAG_TIMEOUT_MS, renderDiag, runDiag } from './technician-diag.js';
+import { collectCommands, collectSchedules, renderCommands, renderSchedules } from './technician-listings.js';
+import {
+  collectStatus,
+  noStoreReport,
+  renderNoStore,
+  renderStatus,
+  statusExitCode,
+} from './technician-status.js';
+import { openStoreForReading, TECH_EXIT } from './technician-store.js';
 import { AGENT_VERSION } from './version.js';
 
 function fail(message: string, code: number): never {
@@ -134,9 +151,83 @@ async function run(flags: RunFlags): Promise<void> {
   exit(fatal.exitCode);
 }
 
-function notImplemented(name: string): void {
-  process.stderr.write(`charger-agent ${name}: not implemented yet\n`);
-  process.exit(EXIT_USAGE);
+/** Prints and exits once stdout has taken the text (a pending DNS lookup must not keep diag alive). */
+function finish(text: string, code: number): Promise<never> {
+  return new Promise(() => {
+    // A reader that went away (`status | head`) is no reason to fail differently.
+    process.stdout.once('error', () => process.exit(code));
+    process.stdout.write(text, () => process.exit(code));
+  });
+}
+
+const absolute = <T extends TechOptions>(options: T): T => ({
+  ...options,
+  dataDir: path.resolve(options.dataDir),
+});
+
+const asJson = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+interface TechOptions {
+  dataDir: string;
+  json?: boolean;
+}
+
+/** Opens the store for a technician command, or prints why it cannot and exits. */
+async function storeFor(name: string, options: TechOptions) {
+  const access = openStoreForReading(options.dataDir);
+  if (access.ok) return access.store;
+  const missing = access.reason === 'missing' || access.reason === 'uninitialised';
+  const code = missing ? TECH_EXIT.notRegistered : TECH_EXIT.failure;
+  if (name === 'status' && missing) {
+    const report = noStoreReport(options.dataDir, access.message);
+    return finish(options.json ? asJson(report) : renderNoStore(report), code);
+  }
+  if (options.json) {
+    return finish(asJson({ error: access.reason, message: access.message, hint: access.hint }), code);
+  }
+  process.stderr.write(`charger-agent ${name}: ${access.message}\n  hint: ${access.hint}\n`);
+  process.exit(code);
+}
+
+async function status(options: TechOptions): Promise<void> {
+  const store = await storeFor('status', options);
+  const report = collectStatus(store, { dataDir: options.dataDir });
+  store.close();
+  await finish(options.json ? asJson(report) : renderStatus(report), statusExitCode(report.state));
+}
+
+async function diag(options: TechOptions & { timeout?: string }): Promise<void> {
+  let timeoutMs = DEFAULT_DIAG_TIMEOUT_MS;
+  if (options.timeout !== undefined) {
+    const seconds = Number(options.timeout);
+    if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 120) {
+      fail('--timeout must be a number of seconds, more than 0 and at most 120', TECH_EXIT.usage);
+    }
+    timeoutMs = Math.round(seconds * 1000);
+  }
+  const { report, exitCode } = await runDiag({ dataDir: options.dataDir, timeoutMs });
+  await finish(options.json ? asJson(report) : renderDiag(report), exitCode);
+}
+
+async function schedules(options: TechOptions): Promise<void> {
+  const store = await storeFor('schedules', options);
+  const report = collectSchedules(store);
+  store.close();
+  await finish(options.json ? asJson(report) : renderSchedules(report), TECH_EXIT.ok);
+}
+
+async function commands(options: TechOptions & { limit?: string }): Promise<void> {
+  let limit = 20;
+  if (options.limit !== undefined) {
+    if (!/^\d+$/.test(options.limit) || Number(options.limit) < 1 || Number(options.limit) > 10_000) {
+      fail('--limit must be a whole number, 1-10000', TECH_EXIT.usage);
+    }
+    limit = Number(options.limit);
+  }
+  const store = await storeFor('commands', options);
+  const report = collectCommands(store, limit);
+  store.close();
+  await finish(options.json ? asJson(report) : renderCommands(report), TECH_EXIT.ok);
 }
 
 export function buildCli(): Command {
@@ -163,18 +254,42 @@ export function buildCli(): Command {
       const halFromFlag = command.getOptionValueSource('hal') === 'cli' ? options.hal : undefined;
       await run({ ...options, ...(halFromFlag !== undefined ? { hal: halFromFlag } : { hal: undefined }) });
     });
+  const dataDir = '--data-dir <dir>';
+  const dataDirHelp = 'the agent’s data directory (as given to run)';
+  const exitCodes =
+    '\nExit codes: 0 ok; 1 unexpected failure; 2 usage; 4 degraded / a check failed; 5 no store (status: not registered yet).';
   program
     .command('status')
-    .description('what the agent is doing (not implemented yet)')
-    .option('--data-dir <dir>')
-    .option('--json')
-    .action(() => notImplemented('status'));
+    .description(
+      'what the agent is doing: identity, connectivity, connectors, schedules in force, outbox, commands',
+    )
+    .requiredOption(dataDir, dataDirHelp)
+    .option('--json', 'machine-readable output')
+    .addHelpText('after', exitCodes)
+    .action((options: TechOptions) => status(absolute(options)));
   program
     .command('diag')
-    .description('check configuration, network, TLS, token, clock, disk and store (not implemented yet)')
-    .option('--data-dir <dir>')
-    .option('--json')
-    .action(() => notImplemented('diag'));
+    .description('check store, configuration, DNS, TCP, TLS, token, round trip, clock, disk and logs')
+    .requiredOption(dataDir, dataDirHelp)
+    .option('--json', 'machine-readable output: {ok, checks: [{name, status, detail, hint}]}')
+    .option('--timeout <seconds>', 'limit for each network step', String(DEFAULT_DIAG_TIMEOUT_MS / 1000))
+    .addHelpText('after', exitCodes)
+    .action((options: TechOptions & { timeout?: string }) => diag(absolute(options)));
+  program
+    .command('schedules')
+    .description(
+      'the stored schedules, overrides and flexibility limits per connector, and what is in force now',
+    )
+    .requiredOption(dataDir, dataDirHelp)
+    .option('--json', 'machine-readable output')
+    .action((options: TechOptions) => schedules(absolute(options)));
+  program
+    .command('commands')
+    .description('the command journal, newest first')
+    .requiredOption(dataDir, dataDirHelp)
+    .option('--limit <n>', 'how many entries', '20')
+    .option('--json', 'machine-readable output')
+    .action((options: TechOptions & { limit?: string }) => commands(absolute(options)));
   return program;
 }
 

@@ -4,6 +4,7 @@ import { isIanaTimezone, type Scope } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ConfigError, type RunningPlatform, startServing } from './serve.js';
 import { createSqliteStore } from './storage/sqlite-store.js';
+import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 
 /** Admin and serve commands (DESIGN.md §11). Admin commands open the data directory directly. */
@@ -24,9 +25,13 @@ function print(json: boolean | undefined, data: unknown, human: string): void {
 }
 
 async function withStore<T>(dataDir: string, fn: (store: Store) => Promise<T>): Promise<T> {
+  ensureWritableDataDir(dataDir);
   const store = createSqliteStore(dataDir, loadOrCreatePlatformKeys(dataDir));
   try {
     return await fn(store);
+  } catch (err) {
+    // A full or read-only disk: say which directory and what to do, not SQLite's bare message.
+    throw asDataDirError(dataDir, err);
   } finally {
     await store.close();
   }
@@ -108,7 +113,12 @@ program
       process.stderr.write(`charger-platform: ${signal}, closing\n`);
       running.close().then(
         () => process.exit(0),
-        () => process.exit(1),
+        (err: unknown) => {
+          process.stderr.write(
+            `charger-platform: closing failed: ${err instanceof Error ? err.message : String(err)}\n`,
+          );
+          process.exit(1);
+        },
       );
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));

@@ -1,6 +1,57 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import { ErrorCode, type ErrorResponse } from '../shared/index.js';
 import { ApiError } from './api-error.js';
+import { type StorageFault, type StorageFaultKind, storageFaultOf } from './storage/storage-faults.js';
+
+/** How long a client should wait before retrying a write refused by a storage fault. */
+export const STORAGE_RETRY_AFTER_SECONDS = 30;
+
+const STORAGE_MESSAGE: Record<StorageFaultKind, string> = {
+  full: 'Storage is full; try again later',
+  read_only: 'Storage is read-only; try again later',
+  unavailable: 'Storage is unavailable; try again later',
+};
+
+/** What the operator must do, logged (never sent): the client only learns to come back later. */
+const OPERATOR_ACTION: Record<StorageFaultKind, string> = {
+  full:
+    'storage full: the file system of the data directory has no space left; writes answer 503 until space is ' +
+    'freed there, then resume by themselves',
+  read_only:
+    'storage read-only: SQLite cannot write to the data directory; writes answer 503 until it is writable ' +
+    'again (a file system remounted read-only needs a restart of the platform after it is fixed)',
+  unavailable:
+    'storage I/O error: SQLite cannot write to (or read) the data directory; check its disk and that its file ' +
+    'system is mounted read-write (after a forced read-only remount, restart the platform once it is fixed)',
+};
+
+/**
+ * A storage fault (disk full, read-only or failing data directory) answers 503 with Retry-After and code 9001:
+ * the request was fine, the platform cannot store it now. Nothing of the request was stored (its transaction
+ * rolled back), so the client retries the same request later.
+ */
+export function storageFaultError(fault: StorageFault): ApiError {
+  return new ApiError(ErrorCode.INTERNAL, STORAGE_MESSAGE[fault.kind], {
+    status: 503,
+    headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) },
+  });
+}
+
+/**
+ * Logs a storage fault as an operator-actionable error once, then at most once per `everyMs` per kind while
+ * it lasts, instead of a stack trace per refused request.
+ */
+export function createStorageFaultLog(everyMs = 60_000, now: () => number = Date.now) {
+  const last = new Map<StorageFaultKind, number>();
+  return (log: FastifyBaseLogger, fault: StorageFault): void => {
+    const t = now();
+    const prev = last.get(fault.kind);
+    if (prev !== undefined && t - prev < everyMs) return;
+    last.set(fault.kind, t);
+    log.error({ storage_fault: fault.kind, code: fault.code }, OPERATOR_ACTION[fault.kind]);
+  };
+}
+export type StorageFaultLog = ReturnType<typeof createStorageFaultLog>;
 
 /** Fastify's own client errors (body parsing, content type, size) mapped to the spec's codes (DESIGN.md §4). */
 function fromFastify(err: FastifyError): ApiError | undefined {
@@ -29,9 +80,14 @@ function fromFastify(err: FastifyError): ApiError | undefined {
   return undefined;
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(
+  app: FastifyInstance,
+  logStorageFault: StorageFaultLog = createStorageFaultLog(),
+): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const api = err instanceof ApiError ? err : fromFastify(err);
+    const fault = err instanceof ApiError ? undefined : storageFaultOf(err);
+    if (fault) logStorageFault(request.log, fault);
+    const api = err instanceof ApiError ? err : fault ? storageFaultError(fault) : fromFastify(err);
     if (api) {
       if (api.headers) reply.headers(api.headers);
       return reply.code(api.status).send(api.toBody());

@@ -24,6 +24,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'Not application/json (1002)',
   429: 'Rate limit exceeded (5001); see Retry-After',
   500: 'Internal error (9001)',
+  503: 'Storage full, read-only or failing (9001); nothing was stored: retry after Retry-After seconds',
 };
 
 /** Routes served outside the table (stream, health, metrics, this document). */
@@ -131,7 +132,7 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
           properties: { code: { const: 0 }, message: { type: 'string', const: 'success' }, data },
         };
     responses['200'] = { description: 'Success', content: { 'application/json': { schema: body } } };
-    const statuses = new Set<number>([400, 500, ...(r.errors ?? [])]);
+    const statuses = new Set<number>([400, 500, 503, ...(r.errors ?? [])]);
     if (r.auth.kind !== 'none') statuses.add(401);
     if (r.auth.kind === 'operator') statuses.add(403);
     if (r.rate || r.url.endsWith('/oauth/token') || r.url.startsWith('/v1/device/')) statuses.add(429);

@@ -3,6 +3,13 @@ import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
 import { buildPlatform, type Platform } from './server.js';
 import { createSqliteStore } from './storage/sqlite-store.js';
+import {
+  asDataDirError,
+  DataDirError,
+  dataDirFaultMessage,
+  ensureWritableDataDir,
+  storageFaultOf,
+} from './storage/storage-faults.js';
 import { ensureSelfSignedCertificate, loadCertificate, type TlsMaterial } from './tls.js';
 
 export interface ServeOptions {
@@ -40,6 +47,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       'production needs --tls-cert and --tls-key, or --self-signed to create a certificate',
     );
   }
+  // A read-only or unwritable data directory fails here, naming it, before anything is opened.
+  ensureWritableDataDir(opts.dataDir);
   const keys = loadOrCreatePlatformKeys(opts.dataDir);
   const store = createSqliteStore(opts.dataDir, keys);
   try {
@@ -79,12 +88,19 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       tls,
       sandbox,
       async close() {
-        await platform.close();
-        await store.close();
+        try {
+          await platform.close();
+        } catch (err) {
+          throw asDataDirError(opts.dataDir, err);
+        } finally {
+          await store.close();
+        }
       },
     };
   } catch (err) {
     await store.close();
-    throw err;
+    // Only SQLite's faults: an unreadable --tls-cert or a refused port are not the data directory's.
+    const fault = storageFaultOf(err);
+    throw fault ? new DataDirError(dataDirFaultMessage(opts.dataDir, fault), fault) : err;
   }
 }

@@ -11,7 +11,7 @@ import { createTokenService } from './auth/access-tokens.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
 import type { PlatformContext, PlatformOptions } from './context.js';
-import { installErrorHandling } from './http-errors.js';
+import { createStorageFaultLog, installErrorHandling } from './http-errors.js';
 import { createLiveness } from './liveness.js';
 import { createMetrics } from './metrics.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -27,6 +27,7 @@ import { type AnyRoute, registerRoutes } from './route-spec.js';
 import { deviceRoutes } from './routes/device-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { operatorRoutes } from './routes/operator-routes.js';
+import { storageFaultOf } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 import { createTelemetryStream } from './stream/telemetry-stream.js';
 
@@ -198,7 +199,8 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     },
   );
 
-  installErrorHandling(app);
+  const logStorageFault = createStorageFaultLog();
+  installErrorHandling(app, logStorageFault);
   await app.register(websocket, {
     options: { maxPayload: 64 * 1024 },
     // A stream client's protocol error (a frame over 64 KiB, invalid UTF-8 in a text frame) is its own fault:
@@ -233,7 +235,11 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     await opts.store.completeControls(t);
   };
   const sweeper = setInterval(() => {
-    sweep().catch((err: unknown) => app.log.error({ err }, 'sweep failed'));
+    sweep().catch((err: unknown) => {
+      const fault = storageFaultOf(err);
+      if (fault) logStorageFault(app.log, fault);
+      else app.log.error({ err }, 'sweep failed');
+    });
   }, opts.sweepEveryMs ?? 1000);
   sweeper.unref();
 

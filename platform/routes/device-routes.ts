@@ -37,7 +37,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
   const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
   /** Pending commands for the charger; those it gets for the first time are streamed as `delivered`. */
   const takePending = (id: string, t: number) =>
-    ctx.store.takePendingCommands(id, t, (c) => ctx.events.commandStatus(c, t));
+    ctx.store.takePendingCommands(id, t, (c) => ctx.events.commandStatus(c, c.updated_ms));
 
   return [
     route({

@@ -14,6 +14,7 @@ import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type { DeviceEntry } from '../principal-directory.js';
 import { migrate } from './migrations.js';
+import { asDataDirError } from './storage-faults.js';
 import type {
   ClientRow,
   CommandHistoryRow,
@@ -38,15 +39,26 @@ import { createWriteBatcher } from './write-batcher.js';
 export const DATABASE_FILE = 'platform.sqlite';
 
 export function openDatabase(dataDir: string): Database.Database {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = new Database(join(dataDir, DATABASE_FILE));
-  db.pragma('journal_mode = WAL');
-  // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the database.
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  migrate(db);
-  return db;
+  let db: Database.Database | undefined;
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    db = new Database(join(dataDir, DATABASE_FILE));
+    db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the database; a crash of
+    // the process alone loses nothing committed.
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+    // SQLite quietly opens a file it may not write read-only, and every write would fail later: find out now
+    // with a write that changes nothing (SQLITE_READONLY there; it writes no page, so a full disk does not
+    // stop a start: the platform serves reads and recovers when space returns).
+    db.prepare('DELETE FROM settings WHERE 0').run();
+    return db;
+  } catch (err) {
+    db?.close();
+    throw asDataDirError(dataDir, err);
+  }
 }
 
 interface RawDevice extends Omit<DeviceRow, 'registered'> {
@@ -737,9 +749,12 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       if (rows.some((r) => r.status === 'queued')) {
         db.transaction(() => {
           for (const r of rows) {
-            if (r.status === 'queued' && stmt.markDelivered.run(nowMs, r.command_id).changes === 1) {
-              stmt.insertHistory.run(r.command_id, 'delivered', nowMs, null);
-              delivered.push({ ...r, status: 'delivered', updated_ms: nowMs });
+            // A heartbeat read its time before waiting for its own write; a command queued meanwhile is
+            // delivered by it, but never before it existed: the history stays in time order.
+            const at = Math.max(nowMs, r.updated_ms);
+            if (r.status === 'queued' && stmt.markDelivered.run(at, r.command_id).changes === 1) {
+              stmt.insertHistory.run(r.command_id, 'delivered', at, null);
+              delivered.push({ ...r, status: 'delivered', updated_ms: at });
             }
           }
         })();

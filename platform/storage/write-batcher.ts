@@ -28,6 +28,10 @@ export function createWriteBatcher(db: Database.Database) {
           try {
             results[i] = db.transaction(w.run)();
           } catch (err) {
+            // SQLite may roll the whole transaction back itself (SQLITE_FULL, SQLITE_IOERR, ...): then the
+            // writes before this one are undone too, and the ones after must not run on their own and commit
+            // while their callers are told they failed. Fail the batch as a whole.
+            if (!db.inTransaction) throw err;
             failures[i] = err ?? new Error('write failed');
           }
         });

@@ -20,6 +20,8 @@ export interface BenchPlatform {
   pid: number;
   dispatcher: Agent;
   admin(args: string[]): Promise<unknown>;
+  /** `charger-platform devices assign` (it prints no JSON). */
+  assign(deviceId: string, siteId: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -74,6 +76,19 @@ export async function startBenchPlatform(extraArgs: string[] = []): Promise<Benc
         '--json',
       ]);
       return JSON.parse(stdout) as unknown;
+    },
+    async assign(deviceId, siteId) {
+      await run(process.execPath, [
+        PLATFORM_CLI,
+        'devices',
+        'assign',
+        '--data-dir',
+        dataDir,
+        '--device',
+        deviceId,
+        '--site',
+        siteId,
+      ]);
     },
     async stop() {
       await dispatcher.close();
@@ -149,17 +164,7 @@ export async function benchDevice(p: BenchPlatform, sn: string, siteId: string) 
   });
   if (reg.status !== 200) throw new Error(`register ${sn}: ${reg.status} ${JSON.stringify(reg.body)}`);
   const { device_id, device_secret } = reg.body.data;
-  await run(process.execPath, [
-    PLATFORM_CLI,
-    'devices',
-    'assign',
-    '--data-dir',
-    p.dataDir,
-    '--device',
-    device_id,
-    '--site',
-    siteId,
-  ]);
+  await p.assign(device_id, siteId);
   const tok = await call(p, 'POST', '/v1/device/token', {
     json: { device_id, device_secret, grant_type: 'client_credentials' },
   });

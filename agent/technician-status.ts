@@ -1,0 +1,478 @@
+/**
+ * `charger-agent status --data-dir DIR [--json]`: what the agent is doing, from its store alone (read-only,
+ * also while it runs; no network). The JSON is the report below; the terminal form is a short summary of it.
+ *
+ * State and exit code (TECH_EXIT):
+ * - `healthy` (0): registered, the agent process runs, its last heartbeat succeeded within 3 heartbeat
+ *   periods (90 s), the clock is within 5 s of the platform's, no connector reports a fault.
+ * - `degraded` (4): registered, but one of those does not hold; `problems` says which.
+ * - `not_registered` (5): the store exists but holds no device identity yet (first start still trying to
+ *   register — `last_error` usually says why); `no_store` (5): nothing in --data-dir.
+ * Neither the device secret nor the access token is ever printed.
+ */
+
+import { CLOCK_SKEW_WARN_SECONDS, ONLINE_WINDOW_SECONDS } from '../shared/limits.js';
+import type { AgentStore } from './agent-store.js';
+import { agentStoreFile, type ConnectorSnapshot, type JournalEntry } from './agent-store.js';
+import { OUTBOX_KINDS, type OutboxKind } from './outbox-policy.js';
+import {
+  bytes,
+  clip,
+  duration,
+  fields,
+  isoShort,
+  kw,
+  relative,
+  signedSeconds,
+  table,
+  when,
+} from './technician-format.js';
+import {
+  type ConnectorPolicyView,
+  connectorPolicy,
+  describeMode,
+  isLimitActive,
+} from './technician-policy.js';
+import {
+  type AgentProcessState,
+  agentProcessState,
+  isAgentProcessAlive,
+  TECH_EXIT,
+} from './technician-store.js';
+
+export type StatusState = 'healthy' | 'degraded' | 'not_registered' | 'no_store';
+
+export interface ConnectorStatus extends ConnectorPolicyView {
+  connector_id: number;
+  rated_power_kw: number | null;
+  v2g_capable: boolean | null;
+  state: string | null;
+  power_kw: number | null;
+  soc: number | null;
+  vehicle_present: boolean | null;
+  fault_code: number | null;
+  energy_delivered_kwh: number | null;
+  temperature_c: number | null;
+  /** When the snapshot was written (on every change, and every minute while the agent runs). */
+  reading_at: string | null;
+}
+
+export interface CommandSummary {
+  command_id: string;
+  command: string;
+  status: string;
+  reason: string | null;
+  received_at: string;
+  updated_at: string;
+}
+
+export interface StatusReport {
+  state: StatusState;
+  /** Why the state is not healthy; empty when healthy. */
+  problems: string[];
+  checked_at: string;
+  data_dir: string;
+  store_file: string;
+  identity: {
+    sn: string;
+    device_id: string;
+    registered_at: string;
+    secret_rotated_at: string | null;
+  } | null;
+  platform_url: string | null;
+  agent: {
+    running: boolean;
+    pid: number | null;
+    version: string | null;
+    started_at: string | null;
+    stopped_at: string | null;
+    note: string;
+  };
+  connectivity: {
+    last_heartbeat: {
+      at: string;
+      ok: boolean;
+      age_seconds: number;
+      round_trip_ms: number | null;
+      error: string | null;
+      status: string | null;
+    } | null;
+    /** No successful heartbeat within 3 heartbeat periods. */
+    stale: boolean;
+  };
+  token: { expires_at: string; expires_in_seconds: number; expired: boolean; obtained_at: string } | null;
+  clock_skew: { ms: number; measured_at: string } | null;
+  last_error: { at: string; where: string; message: string } | null;
+  connectors: ConnectorStatus[];
+  limits: Array<{
+    control_id: string;
+    kind: string;
+    power_limit_percent: number | null;
+    starts_at: string;
+    ends_at: string;
+    reason: string | null;
+    active: boolean;
+  }>;
+  outbox: {
+    items: number;
+    bytes: number;
+    by_kind: Record<OutboxKind, { items: number; bytes: number }>;
+    oldest_at: string | null;
+    /** Items given up for space since the store was created (telemetry first, then events; never records or statuses). */
+    dropped: Record<OutboxKind, number>;
+  };
+  recent_commands: CommandSummary[];
+}
+
+export function commandSummary(entry: JournalEntry): CommandSummary {
+  return {
+    command_id: entry.commandId,
+    command: entry.command,
+    status: entry.status,
+    reason: entry.reason ?? null,
+    received_at: entry.receivedAt,
+    updated_at: entry.updatedAt,
+  };
+}
+
+export const RECENT_COMMANDS = 10;
+
+function connectorStatuses(store: AgentStore, now: number): ConnectorStatus[] {
+  const infos = new Map(store.listConnectors().map((c) => [c.connectorId, c]));
+  const snapshots = new Map<number, ConnectorSnapshot>(store.listSnapshots().map((s) => [s.connectorId, s]));
+  const overrides = store.listOverrides();
+  const limits = store.listLimits();
+  const ids = [...new Set([...infos.keys(), ...snapshots.keys()])].sort((a, b) => a - b);
+  return ids.map((id) => {
+    const info = infos.get(id);
+    const snap = snapshots.get(id);
+    const override = overrides.get(id);
+    const policy = connectorPolicy({
+      // Without the HAL's declaration (never the case once the agent started), assume no rating cap.
+      connector: info ?? { connectorId: id, ratedPowerKw: Number.POSITIVE_INFINITY, v2gCapable: false },
+      schedules: store.listSchedules(id).map((s) => s.schedule),
+      limits,
+      ...(override ? { override } : {}),
+      ...(snap ? { snapshot: snap } : {}),
+      now,
+    });
+    return {
+      connector_id: id,
+      rated_power_kw: info?.ratedPowerKw ?? null,
+      v2g_capable: info?.v2gCapable ?? null,
+      state: snap?.state ?? null,
+      power_kw: snap?.powerKw ?? null,
+      soc: snap?.soc ?? null,
+      vehicle_present: snap?.vehiclePresent ?? null,
+      fault_code: snap?.faultCode ?? null,
+      energy_delivered_kwh: snap?.energyDeliveredKwh ?? null,
+      temperature_c: snap?.temperatureC ?? null,
+      reading_at: snap?.updatedAt ?? null,
+      ...policy,
+    };
+  });
+}
+
+function outboxOf(store: AgentStore): StatusReport['outbox'] {
+  const usage = store.outbox.size();
+  const by_kind = Object.fromEntries(OUTBOX_KINDS.map((k) => [k, { items: 0, bytes: 0 }])) as Record<
+    OutboxKind,
+    { items: number; bytes: number }
+  >;
+  const rows = store.db
+    .prepare('SELECT kind, count(*) AS items, coalesce(sum(bytes), 0) AS bytes FROM outbox GROUP BY kind')
+    .all() as Array<{ kind: OutboxKind; items: number; bytes: number }>;
+  for (const row of rows) by_kind[row.kind] = { items: row.items, bytes: row.bytes };
+  const oldest = store.outbox.peek(1)[0];
+  return {
+    items: usage.items,
+    bytes: usage.bytes,
+    by_kind,
+    oldest_at: oldest?.createdAt ?? null,
+    dropped: store.outbox.droppedCounts(),
+  };
+}
+
+export function collectStatus(
+  store: AgentStore,
+  options: { dataDir: string; now?: number; isAlive?: (pid: number) => boolean },
+): StatusReport {
+  const now = options.now ?? Date.now();
+  const identity = store.getIdentity();
+  const runConfig = store.getState('run_config');
+  const proc: AgentProcessState = agentProcessState(store, options.isAlive ?? isAgentProcessAlive);
+  const beat = store.getState('last_heartbeat');
+  const skew = store.getState('clock_skew');
+  const token = store.getToken();
+  const lastError = store.getState('last_error');
+  const configuredUrl = typeof runConfig?.platformUrl === 'string' ? runConfig.platformUrl : undefined;
+
+  const beatAge = beat ? now - Date.parse(beat.at) : Number.POSITIVE_INFINITY;
+  const stale = !beat?.ok || beatAge > ONLINE_WINDOW_SECONDS * 1000;
+  const connectors = connectorStatuses(store, now);
+
+  const problems: string[] = [];
+  if (!proc.running) problems.push(`the agent is not running (${proc.note})`);
+  if (identity) {
+    if (!beat) problems.push('no heartbeat yet');
+    else if (!beat.ok)
+      problems.push(`the last heartbeat failed ${relative(beat.at, now)}: ${beat.error ?? '?'}`);
+    else if (beatAge > ONLINE_WINDOW_SECONDS * 1000)
+      problems.push(
+        `the last heartbeat was ${duration(beatAge)} ago (more than ${ONLINE_WINDOW_SECONDS} s): the platform shows this charger offline`,
+      );
+    if (skew && Math.abs(skew.ms) > CLOCK_SKEW_WARN_SECONDS * 1000) {
+      problems.push(
+        `the clock is off by ${signedSeconds(skew.ms)} from the platform (more than ${CLOCK_SKEW_WARN_SECONDS} s): schedules follow the local clock — check NTP`,
+      );
+    }
+  }
+  for (const c of connectors) {
+    if (c.fault_code !== null && c.fault_code !== 0)
+      problems.push(`connector ${c.connector_id} reports fault code ${c.fault_code}`);
+  }
+
+  let state: StatusState;
+  if (!identity) state = 'not_registered';
+  else state = problems.length === 0 ? 'healthy' : 'degraded';
+
+  return {
+    state,
+    problems,
+    checked_at: new Date(now).toISOString(),
+    data_dir: options.dataDir,
+    store_file: agentStoreFile(options.dataDir),
+    identity: identity
+      ? {
+          sn: identity.sn,
+          device_id: identity.deviceId,
+          registered_at: identity.registeredAt,
+          secret_rotated_at: identity.secretRotatedAt ?? null,
+        }
+      : null,
+    platform_url: configuredUrl ?? identity?.platformUrl ?? null,
+    agent: {
+      running: proc.running,
+      pid: proc.pid ?? null,
+      version: proc.version ?? null,
+      started_at: proc.startedAt ?? null,
+      stopped_at: proc.stoppedAt ?? null,
+      note: proc.note,
+    },
+    connectivity: {
+      last_heartbeat: beat
+        ? {
+            at: beat.at,
+            ok: beat.ok,
+            age_seconds: Math.round(beatAge / 1000),
+            round_trip_ms: beat.roundTripMs ?? null,
+            error: beat.error ?? null,
+            status: beat.status ?? null,
+          }
+        : null,
+      stale,
+    },
+    token: token
+      ? {
+          expires_at: token.expiresAt,
+          expires_in_seconds: Math.round((Date.parse(token.expiresAt) - now) / 1000),
+          expired: Date.parse(token.expiresAt) <= now,
+          obtained_at: token.obtainedAt,
+        }
+      : null,
+    clock_skew: skew ? { ms: skew.ms, measured_at: skew.at } : null,
+    last_error: lastError ?? null,
+    connectors,
+    limits: store.listLimits().map((l) => ({
+      control_id: l.control_id,
+      kind: l.kind,
+      power_limit_percent: l.power_limit_percent ?? null,
+      starts_at: l.starts_at,
+      ends_at: l.ends_at,
+      reason: l.reason ?? null,
+      active: isLimitActive(l, now),
+    })),
+    outbox: outboxOf(store),
+    recent_commands: store.journalRecent(RECENT_COMMANDS).map(commandSummary),
+  };
+}
+
+/** What `status` prints and returns when there is no store to read. */
+export function noStoreReport(
+  dataDir: string,
+  message: string,
+  now = Date.now(),
+): Pick<StatusReport, 'state' | 'problems' | 'checked_at' | 'data_dir' | 'store_file'> & { hint: string } {
+  return {
+    state: 'no_store',
+    problems: [message],
+    checked_at: new Date(now).toISOString(),
+    data_dir: dataDir,
+    store_file: agentStoreFile(dataDir),
+    hint: 'give the --data-dir the agent runs with; an agent that never started has no store',
+  };
+}
+
+export function statusExitCode(state: StatusState): number {
+  switch (state) {
+    case 'healthy':
+      return TECH_EXIT.ok;
+    case 'degraded':
+      return TECH_EXIT.problem;
+    default:
+      return TECH_EXIT.notRegistered;
+  }
+}
+
+const STATE_LINE: Record<StatusState, string> = {
+  healthy: 'HEALTHY',
+  degraded: 'DEGRADED',
+  not_registered: 'NOT REGISTERED',
+  no_store: 'NO STORE',
+};
+
+function heartbeatLine(r: StatusReport, now: number): string {
+  const beat = r.connectivity.last_heartbeat;
+  if (!beat) return 'none yet';
+  if (!beat.ok) return `FAILED ${relative(beat.at, now)}: ${clip(beat.error ?? '?', 100)}`;
+  const rtt = beat.round_trip_ms !== null ? `, round trip ${beat.round_trip_ms} ms` : '';
+  const offline = beat.status === 'offline' ? ', status offline (sent at shutdown)' : '';
+  return `ok ${relative(beat.at, now)}${rtt}${offline}${r.connectivity.stale ? ' (stale)' : ''}`;
+}
+
+function agentLine(r: StatusReport, now: number): string {
+  const a = r.agent;
+  if (a.pid === null) return a.note;
+  const version = a.version ? `, v${a.version}` : '';
+  if (a.running) {
+    const up = a.started_at ? `, up ${duration(now - Date.parse(a.started_at))}` : '';
+    return `running (pid ${a.pid}${version}${up})`;
+  }
+  if (a.stopped_at) return `stopped ${relative(a.stopped_at, now)} (pid was ${a.pid}${version})`;
+  return `NOT RUNNING — ${a.note} (pid was ${a.pid})`;
+}
+
+function outboxLine(r: StatusReport, now: number): string {
+  const o = r.outbox;
+  const parts = OUTBOX_KINDS.filter((k) => o.by_kind[k].items > 0).map((k) => `${o.by_kind[k].items} ${k}`);
+  const backlog =
+    o.items === 0
+      ? 'empty'
+      : `${o.items} items, ${bytes(o.bytes)} (${parts.join(', ')}; oldest ${o.oldest_at ? relative(o.oldest_at, now) : '?'})`;
+  const drops = OUTBOX_KINDS.filter((k) => o.dropped[k] > 0).map((k) => `${o.dropped[k]} ${k}`);
+  return `${backlog}; dropped for space: ${drops.length > 0 ? drops.join(', ') : 'none'}`;
+}
+
+function connectorLines(c: ConnectorStatus, now: number): string[] {
+  const rating = c.rated_power_kw !== null ? ` (${kw(c.rated_power_kw)}${c.v2g_capable ? ', V2G' : ''})` : '';
+  const reading =
+    c.state === null
+      ? 'no reading stored yet'
+      : [
+          c.state,
+          kw(c.power_kw ?? undefined),
+          c.soc !== null ? `SOC ${c.soc}%` : 'SOC -',
+          c.vehicle_present ? 'vehicle plugged in' : 'no vehicle',
+          ...(c.fault_code ? [`FAULT ${c.fault_code}`] : []),
+        ].join(', ') + (c.reading_at ? ` (read ${relative(c.reading_at, now)})` : '');
+  const inForce = `${describeMode(c.in_force.mode, c.in_force.power_limit_kw)} — ${c.in_force.reason}`;
+  const next = c.next_change
+    ? `${when(c.next_change.at, now)}: ${describeMode(c.next_change.mode, c.next_change.power_limit_kw)} — ${c.next_change.reason}`
+    : 'none within 8 days';
+  return [
+    `Connector ${c.connector_id}${rating}`,
+    ...fields(
+      [
+        ['now', reading],
+        ['in force', inForce],
+        ['next change', next],
+      ],
+      '  ',
+    ),
+  ];
+}
+
+export function renderStatus(r: StatusReport): string {
+  const now = Date.parse(r.checked_at);
+  const who = r.identity ? `${r.identity.sn} (${r.identity.device_id})` : 'not registered yet';
+  const lines: string[] = [`charger-agent status — ${who}`, ''];
+  const token = r.token
+    ? r.token.expired
+      ? `EXPIRED ${relative(r.token.expires_at, now)} (the agent renews it on its next request)`
+      : `valid until ${when(r.token.expires_at, now)}`
+    : 'none held';
+  const skew = r.clock_skew
+    ? `${signedSeconds(r.clock_skew.ms)} (platform minus charger, measured ${relative(r.clock_skew.measured_at, now)})`
+    : 'not measured yet';
+  lines.push(
+    ...fields([
+      ['State', `${STATE_LINE[r.state]}${r.problems.length > 0 ? ` — ${r.problems.length} problem(s)` : ''}`],
+      ['Agent', agentLine(r, now)],
+      ['Platform', r.platform_url ?? '-'],
+      ...(r.identity ? ([['Registered', when(r.identity.registered_at, now)]] as const) : []),
+      ['Heartbeat', heartbeatLine(r, now)],
+      ['Token', token],
+      ['Clock skew', skew],
+      ['Outbox', outboxLine(r, now)],
+      [
+        'Last error',
+        r.last_error
+          ? `${when(r.last_error.at, now)} ${r.last_error.where}: ${clip(r.last_error.message, 160)}`
+          : 'none',
+      ],
+    ]),
+  );
+  for (const problem of r.problems) lines.push(`  ! ${problem}`);
+
+  lines.push('');
+  if (r.connectors.length === 0) lines.push('Connectors: none known yet');
+  for (const c of r.connectors) lines.push(...connectorLines(c, now));
+
+  const active = r.limits.filter((l) => l.active);
+  const upcoming = r.limits.filter((l) => !l.active && Date.parse(l.starts_at) > now);
+  lines.push('');
+  if (active.length === 0 && upcoming.length === 0) lines.push('Flexibility limits: none in force or coming');
+  else {
+    lines.push('Flexibility limits (all connectors):');
+    lines.push(
+      ...table(
+        [...active, ...upcoming].map((l) => [
+          l.active ? 'in force' : 'coming',
+          l.control_id,
+          l.kind === 'pause' ? 'pause' : `${l.power_limit_percent ?? 100}% of rating`,
+          `${isoShort(l.starts_at)} → ${isoShort(l.ends_at)}`,
+          l.reason ?? '',
+        ]),
+        '  ',
+      ),
+    );
+  }
+
+  lines.push('');
+  if (r.recent_commands.length === 0) lines.push('Recent commands: none');
+  else {
+    lines.push('Recent commands (newest first):');
+    lines.push(...commandTable(r.recent_commands, now, '  '));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function commandTable(commands: readonly CommandSummary[], now: number, indent = ''): string[] {
+  return table(
+    [
+      ['RECEIVED', 'COMMAND', 'STATUS', 'ID', 'REASON'],
+      ...commands.map((c) => [
+        `${isoShort(c.received_at)} (${relative(c.received_at, now)})`,
+        c.command,
+        c.status,
+        c.command_id,
+        clip(c.reason ?? '', 80),
+      ]),
+    ],
+    indent,
+  );
+}
+
+export function renderNoStore(r: ReturnType<typeof noStoreReport>): string {
+  return `charger-agent status — ${STATE_LINE[r.state]}\n\n${r.problems.join('\n')}\n  hint: ${r.hint}\n`;
+}

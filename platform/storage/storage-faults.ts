@@ -1,0 +1,87 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import Database from 'better-sqlite3';
+
+/**
+ * Storage faults: the data directory's file system is full, read-only, or failing. They are the operator's to
+ * fix, not the caller's, and they pass: the API answers them with 503 (see `http-errors.ts`), the admin CLI and
+ * `serve` with a message naming the directory (docs/decisions.md, "Storage faults").
+ */
+export type StorageFaultKind = 'full' | 'read_only' | 'unavailable';
+
+export interface StorageFault {
+  kind: StorageFaultKind;
+  /** SQLite's (extended) result code, e.g. SQLITE_FULL, SQLITE_IOERR_WRITE; or the errno code, e.g. EROFS. */
+  code: string;
+}
+
+/**
+ * The storage fault a SQLite error stands for, if any: SQLITE_FULL, SQLITE_READONLY*, SQLITE_IOERR* or
+ * SQLITE_CANTOPEN* (better-sqlite3's `SqliteError.code` carries the extended code, e.g. SQLITE_IOERR_WRITE).
+ */
+export function storageFaultOf(err: unknown): StorageFault | undefined {
+  if (!(err instanceof Database.SqliteError)) return undefined;
+  const code = err.code;
+  if (code === 'SQLITE_FULL') return { kind: 'full', code };
+  if (code.startsWith('SQLITE_READONLY')) return { kind: 'read_only', code };
+  if (code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN'))
+    return { kind: 'unavailable', code };
+  return undefined;
+}
+
+/** The same for a file-system error from the data directory itself (creating it, keys, certificates). */
+function fileSystemFaultOf(err: unknown): StorageFault | undefined {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return { kind: 'full', code };
+  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM') return { kind: 'read_only', code };
+  if (code === 'EIO') return { kind: 'unavailable', code };
+  return undefined;
+}
+
+/** A data directory the platform cannot use; the message names it and says what to do. */
+export class DataDirError extends Error {
+  readonly fault: StorageFault | undefined;
+  constructor(message: string, fault?: StorageFault) {
+    super(message);
+    this.name = 'DataDirError';
+    this.fault = fault;
+  }
+}
+
+/** What an operator reads when `serve` or an admin command cannot use the data directory. */
+export function dataDirFaultMessage(dataDir: string, fault: StorageFault): string {
+  switch (fault.kind) {
+    case 'full':
+      return `no space left for the data directory ${dataDir}: free space on its file system and try again`;
+    case 'read_only':
+      return fault.code === 'EACCES' || fault.code === 'EPERM'
+        ? `the data directory ${dataDir} is not writable by this user`
+        : `the data directory ${dataDir} is read-only: make it writable (remount its file system read-write) and try again`;
+    default:
+      return `cannot read or write the data directory ${dataDir} (${fault.code}): check its disk and file system`;
+  }
+}
+
+/** Rethrows a storage fault as a DataDirError naming the directory; other errors unchanged. */
+export function asDataDirError(dataDir: string, err: unknown): unknown {
+  if (err instanceof DataDirError) return err;
+  const fault = storageFaultOf(err) ?? fileSystemFaultOf(err);
+  return fault ? new DataDirError(dataDirFaultMessage(dataDir, fault), fault) : err;
+}
+
+/**
+ * Creates the data directory if needed and fails fast, with a clear message, when it cannot be written
+ * (a read-only mount, missing permissions): before anything else opens it.
+ */
+export function ensureWritableDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'EEXIST')
+      throw new DataDirError(`the data directory ${dataDir} is not a directory`);
+    const converted = asDataDirError(dataDir, err);
+    if (converted instanceof DataDirError) throw converted;
+    throw new DataDirError(`cannot use the data directory ${dataDir}: ${(err as Error).message}`);
+  }
+}

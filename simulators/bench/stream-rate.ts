@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import WebSocket from 'ws';
+import { benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
+
+/**
+ * Stream latency under load: telemetry POSTs at a fixed total rate (default 2,000 per second) spread over enough
+ * chargers that none exceeds its own 10/s limit, one WebSocket subscriber on their site; time from sending each
+ * POST to its message arriving on the stream. Open loop: the send schedule does not wait for answers.
+ * Usage: node dist/simulators/bench/stream-rate.js [--rate 2000] [--seconds 20] [--devices 400]
+ */
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+const RATE = arg('rate', 2000);
+const SECONDS = arg('seconds', 20);
+const DEVICES = arg('devices', Math.max(1, Math.ceil(RATE / 5)));
+
+export async function measureStreamRate() {
+  const platform = await startBenchPlatform();
+  try {
+    const tenant = await benchTenant(platform, 'Stream Bench');
+    const token = await tenant.client();
+    // Chargers register over the API, then an operator puts them in the site with the admin CLI.
+    const devices: Array<{ id: string; token: string; n: number }> = [];
+    for (let i = 0; i < DEVICES; i++) {
+      const reg = await call(platform, 'POST', '/v1/device/register', {
+        json: { sn: `STREAM-${i}`, model: 'Bench', manufacturer: 'Bench', firmware_version: '1' },
+      });
+      const { device_id, device_secret } = reg.body.data;
+      const tok = await call(platform, 'POST', '/v1/device/token', {
+        json: { device_id, device_secret, grant_type: 'client_credentials' },
+      });
+      devices.push({ id: device_id, token: tok.body.data.access_token, n: 0 });
+    }
+    // An operator puts them in the site with the admin CLI, a few processes at a time.
+    const queue = [...devices];
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        for (let d = queue.shift(); d; d = queue.shift()) await platform.assign(d.id, tenant.site_id);
+      }),
+    );
+    // The running platform picks admin changes up within a second.
+    await sleep(1500);
+
+    const sentAt = new Map<string, number>();
+    const latencies: number[] = [];
+    let received = 0;
+    let telemetryMessages = 0;
+    const others: string[] = [];
+    let closeCode: number | undefined;
+    const ws = new WebSocket(`${platform.url.replace('https', 'wss')}/v1/operator/stream`, {
+      ca: platform.ca,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('error', reject);
+      ws.once('close', (code) => {
+        closeCode = code;
+      });
+      ws.once('open', () => ws.send(JSON.stringify({ type: 'subscribe', site_ids: [tenant.site_id] })));
+      ws.on('message', (data) => {
+        const m = JSON.parse(data.toString()) as { type: string; device_id?: string; timestamp?: string };
+        if (m.type === 'subscribed') resolve();
+        else if (m.type !== 'telemetry') others.push(m.type);
+        if (m.type === 'telemetry') {
+          telemetryMessages++;
+          const t0 = sentAt.get(`${m.device_id}|${m.timestamp}`);
+          if (t0 !== undefined) {
+            latencies.push(performance.now() - t0);
+            received++;
+          }
+        }
+      });
+    });
+
+    let sent = 0;
+    let errors = 0;
+    const base = Date.now() - 3_600_000;
+    const tickMs = 10;
+    const perTick = (RATE * tickMs) / 1000;
+    const start = performance.now();
+    let next = 0;
+    let carry = 0;
+    const inflight: Array<Promise<void>> = [];
+    for (let tick = 0; performance.now() - start < SECONDS * 1000; tick++) {
+      carry += perTick;
+      while (carry >= 1) {
+        carry--;
+        const d = devices[next++ % devices.length]!;
+        const timestamp = new Date(base + d.n++ * 100).toISOString();
+        const key = `${d.id}|${timestamp}`;
+        sentAt.set(key, performance.now());
+        sent++;
+        inflight.push(
+          call(platform, 'POST', '/v1/device/telemetry', {
+            token: d.token,
+            json: {
+              timestamp,
+              connector_id: 1,
+              state: 'charging',
+              power: 11,
+              voltage: 230,
+              current: 16,
+              soc: 50,
+            },
+          }).then(
+            (r) => {
+              if (r.status !== 200) errors++;
+            },
+            () => {
+              errors++;
+            },
+          ),
+        );
+      }
+      const wait = start + (tick + 1) * tickMs - performance.now();
+      if (wait > 0) await sleep(wait);
+      if (inflight.length > 5000) await Promise.all(inflight.splice(0));
+    }
+    await Promise.all(inflight);
+    await sleep(500);
+    ws.close();
+    const elapsed = (performance.now() - start) / 1000;
+    return {
+      target_rate: RATE,
+      achieved_rate: Math.round(sent / elapsed),
+      devices: DEVICES,
+      sent,
+      received,
+      telemetry_messages: telemetryMessages,
+      other_messages: [...new Set(others)],
+      stream_close_code: closeCode ?? null,
+      errors,
+      latency_ms: summarize(latencies),
+    };
+  } finally {
+    await platform.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = await measureStreamRate();
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+}

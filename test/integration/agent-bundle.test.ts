@@ -1,0 +1,181 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir, waitFor } from '../helpers/agent.js';
+import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+
+/**
+ * The charger bundle (`npm run build:agent`): agent and shared code only, the native SQLite addon beside it,
+ * and it runs on its own — `node BUNDLE/charger-agent.mjs run --hal simulated ...` registers and heartbeats
+ * against a real platform.
+ *
+ * The bundle is built into a temporary directory outside the checkout (`npm run build:agent -- --out DIR`) and
+ * run from there: Node resolves packages by walking up from the bundle, so a bundle inside the checkout
+ * would silently borrow the checkout's node_modules and hide a missing file. Building outside also leaves the
+ * checkout without build output.
+ */
+
+let tmp: ReturnType<typeof tempDir>;
+let bundle: string;
+let tp: TestPlatform;
+const running: ChildProcess[] = [];
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((entry) => {
+    const full = path.join(dir, entry);
+    return statSync(full).isDirectory() ? filesUnder(full) : [full];
+  });
+}
+
+beforeAll(async () => {
+  tmp = tempDir('agent-bundle-');
+  bundle = path.join(tmp.dir, 'charger-agent');
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const build = await new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+    const child = spawn(npm, ['run', '--silent', 'build:agent', '--', '--out', bundle], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+  if (build.code !== 0) throw new Error(`npm run build:agent failed:\n${build.output}`);
+  tp = await startTestPlatform();
+}, 90_000);
+
+afterAll(async () => {
+  for (const child of running) child.kill('SIGKILL');
+  await tp?.stop();
+  tmp?.remove();
+});
+
+describe('npm run build:agent', () => {
+  it('holds the agent, the native addon, the simulated HAL, a package.json, the unit and the guide', () => {
+    for (const file of [
+      'charger-agent.mjs',
+      'agent/charger-agent.mjs',
+      'simulators/simulated-hal.js',
+      'sdk/hal.ts',
+      'sdk/hal.js',
+      'node_modules/better-sqlite3/package.json',
+      'node_modules/better-sqlite3/lib/index.js',
+      'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+      'node_modules/bindings/bindings.js',
+      'node_modules/file-uri-to-path/index.js',
+      'charger-agent.service',
+      'oem-guide.md',
+      'THIRD_PARTY_LICENSES.txt',
+    ]) {
+      expect(existsSync(path.join(bundle, file)), file).toBe(true);
+    }
+    const manifest = JSON.parse(readFileSync(path.join(bundle, 'package.json'), 'utf8'));
+    expect(manifest).toMatchObject({ type: 'module', bin: { 'charger-agent': 'charger-agent.mjs' } });
+    expect(manifest.chargerAgent.nativeAddon).toMatchObject({
+      platform: process.platform,
+      arch: process.arch,
+    });
+    const unit = readFileSync(path.join(bundle, 'charger-agent.service'), 'utf8');
+    expect(unit).toMatch(/^RestartPreventExitStatus=3$/m);
+    expect(unit).toMatch(/^Restart=on-failure$/m);
+  });
+
+  it('contains nothing of the platform', () => {
+    const code = filesUnder(bundle).filter(
+      (f) => /\.(m?js|ts)$/.test(f) && !f.includes(`${path.sep}node_modules${path.sep}`),
+    );
+    expect(code.length).toBeGreaterThanOrEqual(4);
+    for (const file of code) {
+      const text = readFileSync(file, 'utf8');
+      // Platform-only symbols and packages: the server factory, its HTTP framework, its storage.
+      for (const symbol of [
+        'buildPlatform',
+        'fastify',
+        'createSqliteStore',
+        'prom-client',
+        '@fastify/websocket',
+      ]) {
+        expect(text.includes(symbol), `${symbol} in ${path.relative(bundle, file)}`).toBe(false);
+      }
+    }
+    // esbuild names every module it bundles in a `// path` comment: only agent/, shared/ and packages.
+    const modules = readFileSync(path.join(bundle, 'agent', 'charger-agent.mjs'), 'utf8')
+      .split('\n')
+      .filter((line) => /^\/\/ [\w@.-]+\/\S+\.(c|m)?[jt]s$/.test(line))
+      .map((line) => line.slice(3));
+    expect(modules).toContain('agent/cli.ts');
+    expect(modules.filter((m) => !/^(agent|shared|node_modules)\//.test(m))).toEqual([]);
+  });
+
+  it('runs on its own: registers with --hal simulated, heartbeats, reports status, stops cleanly', async () => {
+    const ca = path.join(tmp.dir, 'ca.pem');
+    writeFileSync(ca, tp.ca);
+    const dataDir = path.join(tmp.dir, 'data');
+    const sn = `BUNDLE-${process.pid}`;
+    const launcher = path.join(bundle, 'charger-agent.mjs');
+    const child = spawn(
+      process.execPath,
+      [
+        launcher,
+        'run',
+        '--data-dir',
+        dataDir,
+        '--platform-url',
+        tp.url,
+        '--ca',
+        ca,
+        '--sn',
+        sn,
+        '--hal',
+        'simulated',
+        '--connectors',
+        '2',
+      ],
+      { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    running.push(child);
+    let stderr = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const deviceIdOf = () => {
+      const line = stderr
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg?: string; device_id?: string })
+        .find((l) => l.msg === 'platform identity ready');
+      return line?.device_id;
+    };
+    const deviceId = await waitFor(deviceIdOf, (id) => id !== undefined, 20_000);
+    if (!deviceId) throw new Error(`the bundled agent did not register:\n${stderr}`);
+    const device = await waitFor(
+      () => tp.store.getDevice(deviceId),
+      (d) => d?.last_heartbeat_ms !== null && d?.last_heartbeat_ms !== undefined,
+      10_000,
+    );
+    expect(device).toMatchObject({ sn, registered: true, reported_status: expect.any(String) });
+    expect(device?.last_heartbeat_ms).toBeGreaterThan(0);
+
+    const status = await runCli(['status', '--data-dir', dataDir, '--json'], {
+      script: launcher,
+      cwd: tmp.dir,
+    });
+    expect(status.code, status.stdout + status.stderr).toBe(0);
+    const report = JSON.parse(status.stdout);
+    expect(report).toMatchObject({ state: 'healthy', identity: { sn, device_id: deviceId } });
+    expect(report.connectors).toHaveLength(2);
+
+    child.kill('SIGTERM');
+    expect(await exited, stderr).toBe(0);
+    expect((await tp.store.getDevice(deviceId))?.reported_status).toBe('offline');
+  });
+});
