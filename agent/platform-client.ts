@@ -5,7 +5,8 @@
  *   something unexpected produces a `PlatformError`, never a crash or a half-read value.
  * - Failures are classified once, here, so that every loop treats them alike: network errors, timeouts, 5xx,
  *   429 and malformed answers are retryable (429 carries the server's `retry_after`); other 4xx are permanent
- *   for that request.
+ *   for that request — when they are the platform's own refusal (its error envelope, with a code documented
+ *   for the status). A 3xx or a 4xx page from a proxy in between is malformed, hence retried.
  * - Authenticated calls take a `TokenSource`. On 401 with code 2002 (expired) — and also 2001, which is what a
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
@@ -29,7 +30,7 @@ import {
   UploadAccepted,
 } from '../shared/device-api.js';
 import { ErrorResponse, envelopeOf } from '../shared/envelope.js';
-import { ErrorCode } from '../shared/error-codes.js';
+import { ERROR_HTTP_STATUS, ErrorCode } from '../shared/error-codes.js';
 import { Identifier, Timestamp } from '../shared/primitives.js';
 import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../shared/request-signing.js';
 import { AGENT_VERSION } from './version.js';
@@ -41,7 +42,10 @@ export type FailureKind =
   | 'server'
   /** 429. */
   | 'rate_limited'
-  /** A 2xx whose body is not the documented envelope, or an error that is not an ErrorResponse. */
+  /**
+   * A 2xx whose body is not the documented envelope, or an error that is not the platform's: a 3xx, or a 4xx
+   * without an ErrorResponse carrying a code documented for its status (see `failureOf`).
+   */
   | 'malformed'
   /** 401 that survived a token renewal (or on the credential endpoints). */
   | 'unauthorized'
@@ -111,7 +115,20 @@ function kindOfStatus(status: number): FailureKind {
   return 'rejected';
 }
 
-/** The error a non-2xx answer stands for. Pure, for tests. */
+/** Whether `code` is one the platform documents for `status` (DESIGN.md §4; 1002 also comes as 413 and 415). */
+function documentedFor(status: number, code: number): boolean {
+  const usual = (ERROR_HTTP_STATUS as Record<number, number | undefined>)[code];
+  return usual === status || (code === ErrorCode.MALFORMED_BODY && (status === 413 || status === 415));
+}
+
+/**
+ * The error a non-2xx answer stands for. Pure, for tests.
+ *
+ * A refusal counts as the platform's word — permanent for a 4xx, which makes the uplink drop what it sent —
+ * only when it carries the platform's error envelope with a code documented for that status. Anything else
+ * outside 5xx, 429 and 408 (a 3xx, a proxy's or captive portal's 4xx page, an envelope whose code does not
+ * belong to its status) is `malformed`, and retried: it says nothing about the request.
+ */
 export function failureOf(
   status: number,
   body: unknown,
@@ -119,8 +136,10 @@ export function failureOf(
   nowMs: number,
 ): PlatformError {
   const parsed = ErrorResponse.safeParse(body);
-  const kind = kindOfStatus(status);
   const fromHeader = parseRetryAfter(headers['retry-after'], nowMs);
+  const ownKind = kindOfStatus(status);
+  const speaks = parsed.success && documentedFor(status, parsed.data.code);
+  const kind = speaks || RETRYABLE.has(ownKind) ? ownKind : 'malformed';
   if (!parsed.success) {
     return new PlatformError(kind, `HTTP ${status} without an error envelope`, {
       status,
@@ -159,13 +178,38 @@ export interface CommandsReceived {
   serverTime: string;
 }
 
+/** What a delivered entry needs to be answered at all: its id. */
+const AnswerableCommand = z.object({ command_id: Identifier });
+
+/** A stand-in name for a `command` that is not a string: no command has it, so it is refused, by its type. */
+function nameOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  return `<${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}>`;
+}
+
 function commandsOf(data: z.infer<typeof CommandsPayload>): CommandsReceived {
   const commands: IncomingCommand[] = [];
   let unusable = 0;
   for (const item of data.commands) {
     const parsed = IncomingCommand.safeParse(item);
-    if (parsed.success) commands.push(parsed.data);
-    else unusable += 1;
+    if (parsed.success) {
+      commands.push(parsed.data);
+      continue;
+    }
+    // A usable id with a name or expiry of the wrong type: journaled and refused like any malformed command;
+    // left unanswered, the platform would deliver it again on every heartbeat until it expired.
+    const answerable = AnswerableCommand.safeParse(item);
+    if (!answerable.success) {
+      unusable += 1;
+      continue;
+    }
+    const raw = item as { command?: unknown; params?: unknown; expiry?: unknown };
+    commands.push({
+      command_id: answerable.data.command_id,
+      command: nameOf(raw.command),
+      params: raw.params,
+      expiry: typeof raw.expiry === 'string' ? raw.expiry : '',
+    });
   }
   return { commands, unusable, serverTime: data.server_time };
 }
@@ -280,29 +324,43 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       }
     }
     const limit = call.timeoutMs ?? timeoutMs;
+    // undici's timeouts bound the wait for the headers and each pause in the body, not the answer: one that
+    // trickles in a byte at a time would hold this request, and the loop behind it, for ever. The deadline does.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`no complete answer within ${limit} ms`)), limit);
+    const cancel = () => deadline.abort(call.signal?.reason);
+    call.signal?.addEventListener('abort', cancel, { once: true });
+    if (call.signal?.aborted) cancel();
     let res: Dispatcher.ResponseData;
-    try {
-      res = await request(`${baseUrl}${call.path}`, {
-        method: call.method,
-        headers,
-        body,
-        ...(dispatcher ? { dispatcher } : {}),
-        ...(call.signal ? { signal: call.signal } : {}),
-        headersTimeout: limit,
-        bodyTimeout: limit,
-      });
-    } catch (error) {
-      throw new PlatformError('network', `${call.method} ${call.path}: ${describeNetworkError(error)}`, {
-        cause: error,
-      });
-    }
     let text: string;
     try {
-      text = await res.body.text();
-    } catch (error) {
-      throw new PlatformError('network', `${call.method} ${call.path}: reading the answer failed`, {
-        cause: error,
-      });
+      try {
+        res = await request(`${baseUrl}${call.path}`, {
+          method: call.method,
+          headers,
+          body,
+          ...(dispatcher ? { dispatcher } : {}),
+          signal: deadline.signal,
+          headersTimeout: limit,
+          bodyTimeout: limit,
+        });
+      } catch (error) {
+        throw new PlatformError('network', `${call.method} ${call.path}: ${describeNetworkError(error)}`, {
+          cause: error,
+        });
+      }
+      try {
+        text = await res.body.text();
+      } catch (error) {
+        throw new PlatformError(
+          'network',
+          `${call.method} ${call.path}: reading the answer failed: ${describeNetworkError(error)}`,
+          { cause: error },
+        );
+      }
+    } finally {
+      clearTimeout(timer);
+      call.signal?.removeEventListener('abort', cancel);
     }
     let parsed: unknown;
     try {
@@ -331,12 +389,33 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
   }
 
   function withTokens(tokens: TokenSource): DeviceApi {
+    /**
+     * A token for `call`. Failing to get one is not the platform's answer to `call`: a permanent refusal of the
+     * token exchange must not read as a refusal of what `call` carries (the uplink drops what is refused), so
+     * it is reported as `unauthorized`, which every loop retries.
+     */
+    async function bearer(call: Omit<Call, 'token'>, get: () => Promise<string>): Promise<string> {
+      try {
+        return await get();
+      } catch (error) {
+        if (!isPlatformError(error) || error.retryable || error.kind === 'unauthorized') throw error;
+        throw new PlatformError(
+          'unauthorized',
+          `${call.method} ${call.path}: no device token: ${error.message}`,
+          {
+            ...(error.status !== undefined ? { status: error.status } : {}),
+            ...(error.code !== undefined ? { code: error.code } : {}),
+            cause: error,
+          },
+        );
+      }
+    }
     async function authed<S extends z.ZodType>(schema: S, call: Omit<Call, 'token'>): Promise<z.infer<S>> {
-      let res = await send({ ...call, token: await tokens.token() });
+      let res = await send({ ...call, token: await bearer(call, () => tokens.token()) });
       if (res.status === 401) {
         const failure = failureOf(401, res.body, res.headers, now());
         if (failure.code === ErrorCode.TOKEN_EXPIRED || failure.code === ErrorCode.UNAUTHORIZED) {
-          res = await send({ ...call, token: await tokens.renew() });
+          res = await send({ ...call, token: await bearer(call, () => tokens.renew()) });
         }
       }
       return dataOf(schema, call, res);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
 import { buildPlatform, type Platform } from '../../platform/server.js';
 import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
 import type { Store } from '../../platform/storage/store.js';
@@ -91,6 +92,8 @@ export async function startTestPlatform(
     tokenTtlSeconds?: number;
     defaultSiteId?: string;
     dataDir?: string;
+    /** Replaces the in-memory rate-limit counters (a test that must not be throttled passes one that allows all). */
+    rateLimitStore?: RateLimitStore;
   } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
@@ -110,6 +113,7 @@ export async function startTestPlatform(
     tls,
     now,
     ...(opts.streamPingMs ? { streamPingMs: opts.streamPingMs } : {}),
+    ...(opts.rateLimitStore ? { rateLimitStore: opts.rateLimitStore } : {}),
     ...(opts.logLevel
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),
