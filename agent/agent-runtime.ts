@@ -28,7 +28,7 @@ import { createDeviceCredentials, type DeviceCredentials } from './device-creden
 import { bootEvent, newEventId, toDeviceEvent } from './device-events.js';
 import type { ConnectorInfo, DeviceInfo, Hal, HardwareEvent } from './hal.js';
 import { createHeartbeatLoop, DEFAULT_HEARTBEAT_INTERVAL_MS, type HeartbeatLoop } from './heartbeat-loop.js';
-import type { OutboxCap } from './outbox-policy.js';
+import type { OutboxCap, OutboxKind } from './outbox-policy.js';
 import { createPlatformClient, type DeviceApi, type PlatformClient } from './platform-client.js';
 import { createSampler, PERSIST_INTERVAL_MS, type Sampler } from './sampler.js';
 import { createSerialRunner, type SerialRunner } from './serial-runner.js';
@@ -96,11 +96,19 @@ export interface AgentRuntimeOptions {
   tuning?: Partial<AgentTuning>;
   /** The effective configuration, stored for the technician's `diag` (never a secret). */
   runConfig?: Record<string, unknown>;
+  /**
+   * Keep the store in memory instead of `DIR/agent.sqlite` (`openAgentStore(dir, { memory: true })`): for
+   * simulated chargers, which the fleet simulator runs by the thousand in one process. Nothing survives a stop.
+   */
+  memoryStore?: boolean;
 }
 
 export interface AgentRuntimeStats {
   uplink: UplinkStats;
+  /** What waits in the outbox (after `stop()`: what was left when the store closed). */
   outbox: { items: number; bytes: number };
+  /** Items that entered the outbox since the start, by kind (telemetry only when it had to wait). */
+  enqueued: Record<OutboxKind, number>;
   registered: boolean;
 }
 
@@ -150,6 +158,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
 
   const store = openAgentStore(config.dataDir, {
     now: () => clock.now(),
+    ...(options.memoryStore ? { memory: true } : {}),
     ...(tuning.outboxCap ? { outboxCap: tuning.outboxCap } : {}),
   });
   const startedAt = clock.now();
@@ -390,6 +399,8 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     });
 
   let stopping: Promise<void> | undefined;
+  /** The outbox as the store closed, so `stats()` still answers after `stop()`. */
+  let finalOutbox: { items: number; bytes: number } | undefined;
   async function stop(): Promise<void> {
     abort.abort();
     unsubscribe();
@@ -429,6 +440,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     await client.close().catch(() => undefined);
     const proc = store.getState('agent_process');
     if (proc) store.setState('agent_process', { ...proc, stoppedAt: iso(clock.now()) });
+    finalOutbox = store.outbox.size();
     store.close();
   }
 
@@ -444,7 +456,12 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     runner,
     registered: registeredPromise,
     fatal,
-    stats: () => ({ uplink: uplink.stats(), outbox: store.outbox.size(), registered }),
+    stats: () => ({
+      uplink: uplink.stats(),
+      outbox: finalOutbox ?? store.outbox.size(),
+      enqueued: store.outbox.enqueuedCounts(),
+      registered,
+    }),
     rotateSecret: () => credentials.rotateSecret(deviceApi),
     stop() {
       stopping ??= stop();

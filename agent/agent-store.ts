@@ -17,6 +17,10 @@
  *
  * Readers other than the agent (the technician CLI) may open the same file while the agent runs; see
  * `openAgentStore(..., { readonly: true })`.
+ *
+ * `openAgentStore(..., { memory: true })` keeps the same schema in an in-memory database instead: nothing is
+ * written to disk and nothing survives the process. It exists for simulated chargers (the fleet simulator runs
+ * thousands of agents in one process); a real charger always uses the file.
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
@@ -132,7 +136,16 @@ export interface OpenOptions {
   outboxCap?: OutboxCap;
   /** Open an existing store without writing (technician CLI while the agent runs). */
   readonly?: boolean;
+  /**
+   * An in-memory database (`:memory:`) instead of `DIR/agent.sqlite`: same schema and behaviour, no file, no
+   * durability — for simulated chargers only. Small pages and a small page cache keep it to about 0.1 MiB.
+   */
+  memory?: boolean;
 }
+
+/** In-memory stores: 1 KiB pages (a near-empty table costs a page), and a page cache of 64 KiB. */
+const MEMORY_PAGE_SIZE = 1024;
+const MEMORY_CACHE_KIB = 64;
 
 export interface AgentStore {
   readonly db: Db;
@@ -410,9 +423,17 @@ export function agentStoreFile(dataDir: string): string {
 
 export function openAgentStore(dataDir: string, options: OpenOptions = {}): AgentStore {
   const now = options.now ?? Date.now;
-  const file = agentStoreFile(dataDir);
+  const file = options.memory ? ':memory:' : agentStoreFile(dataDir);
   let db: Db;
-  if (options.readonly) {
+  if (options.memory) {
+    if (options.readonly) throw new Error('an in-memory agent store cannot be opened read-only');
+    db = new Database(':memory:');
+    // Set before the first table exists; an in-memory database has no journal file and nothing to sync.
+    db.pragma(`page_size = ${MEMORY_PAGE_SIZE}`);
+    db.pragma(`cache_size = -${MEMORY_CACHE_KIB}`);
+    db.pragma('foreign_keys = ON');
+    migrateAgentStore(db);
+  } else if (options.readonly) {
     if (!existsSync(file))
       throw new Error(`no agent store at ${file}: has the agent run with this --data-dir?`);
     db = new Database(file, { readonly: true, fileMustExist: true });
@@ -786,7 +807,7 @@ export function openAgentStore(dataDir: string, options: OpenOptions = {}): Agen
 
     close() {
       if (!db.open) return;
-      if (!options.readonly) {
+      if (!options.readonly && !options.memory) {
         // Fold the WAL back into the database so the file on flash is complete on its own.
         try {
           db.pragma('wal_checkpoint(TRUNCATE)');

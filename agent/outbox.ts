@@ -51,11 +51,15 @@ export interface Outbox {
   enqueue(items: readonly OutboxItemInput[]): EnqueueResult;
   /** Oldest first, optionally of one kind. */
   peek(limit: number, kind?: OutboxKind): OutboxItem[];
+  /** Nothing waits (cheaper than `peek(1)`: asked before every live telemetry send). */
+  isEmpty(): boolean;
   /** Removes delivered items; returns how many were still there. */
   ack(seqs: readonly number[]): number;
   size(): OutboxUsage;
   /** Items dropped for space since the outbox was created, by kind (kept across restarts). */
   droppedCounts(): Record<OutboxKind, number>;
+  /** Items enqueued through this handle, by kind (in memory: since this process opened the store). */
+  enqueuedCounts(): Record<OutboxKind, number>;
 }
 
 export interface OutboxOptions {
@@ -107,6 +111,7 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
     'SELECT seq, kind, bytes FROM outbox WHERE kind = ? ORDER BY seq',
   );
   const peekAll = db.prepare<[number], ItemRow>('SELECT * FROM outbox ORDER BY seq LIMIT ?');
+  const anyQueued = db.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM outbox)').pluck();
   const peekKind = db.prepare<[OutboxKind, number], ItemRow>(
     'SELECT * FROM outbox WHERE kind = ? ORDER BY seq LIMIT ?',
   );
@@ -137,6 +142,8 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
     yield* oldestOfKind.iterate(kind);
   }
 
+  const enqueued = Object.fromEntries(OUTBOX_KINDS.map((k) => [k, 0])) as Record<OutboxKind, number>;
+
   const enqueueTransaction = db.transaction((items: readonly OutboxItemInput[]): EnqueueResult => {
     const createdDefault = now().toISOString();
     const seqs = items.map((item) => {
@@ -164,7 +171,9 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
     enqueue(items) {
       if (items.length === 0)
         return { seqs: [], dropped: [], droppedByKind: {}, overCap: isOverCap(size(), cap) };
-      return enqueueTransaction(items);
+      const result = enqueueTransaction(items);
+      for (const item of items) enqueued[item.kind] += 1;
+      return result;
     },
     peek(limit, kind) {
       const rows = kind === undefined ? peekAll.all(limit) : peekKind.all(kind, limit);
@@ -176,6 +185,7 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
         bytes: row.bytes,
       }));
     },
+    isEmpty: () => anyQueued.get() === 0,
     ack(seqs) {
       if (seqs.length === 0) return 0;
       return ackTransaction(seqs);
@@ -186,5 +196,6 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
       for (const row of dropCounts.all()) counts[row.kind] = row.count;
       return counts;
     },
+    enqueuedCounts: () => ({ ...enqueued }),
   };
 }

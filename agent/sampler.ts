@@ -180,10 +180,14 @@ export function createSampler(options: SamplerOptions): Sampler {
       }
       const last = lastSent.get(id);
       if (telemetryDue(last, r.state, now, intervals)) {
-        const record = toTelemetryRecord(r, now, energyDelivered(session));
+        // The platform keeps one record per connector and instant, so a second record stamped with the same
+        // millisecond (a state change the control loop caused right after the previous sample) would be taken
+        // for a duplicate and dropped: stamps of a connector strictly increase.
+        const at = last !== undefined && now <= last.at ? last.at + 1 : now;
+        const record = toTelemetryRecord(r, at, energyDelivered(session));
         if (record) records.push(record);
         else logger.warn({ connector_id: id }, 'reading not expressible as telemetry; skipped');
-        lastSent.set(id, { at: now, state: r.state });
+        lastSent.set(id, { at, state: r.state });
       }
       if (
         !before ||

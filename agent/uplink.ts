@@ -144,7 +144,7 @@ export function createUplink(options: UplinkOptions): Uplink {
 
   async function sendLive(records: readonly TelemetryRecord[]): Promise<void> {
     const api = options.api();
-    if (!api || retrying || flushing || store.outbox.peek(1).length > 0) {
+    if (!api || retrying || flushing || !store.outbox.isEmpty()) {
       queueTelemetry(records);
       return;
     }
@@ -292,7 +292,7 @@ export function createUplink(options: UplinkOptions): Uplink {
         if (outcome.kind === 'empty') return true;
         if (outcome.kind === 'retry' || outcome.kind === 'not_ready') return false;
       }
-      return store.outbox.peek(1).length === 0;
+      return store.outbox.isEmpty();
     },
     settled: () => liveChain,
     backingOff: () => retrying,

@@ -1,4 +1,5 @@
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -181,5 +182,28 @@ describe('agent store', () => {
     expect(reader.getState('last_error')?.message).toBe('bang');
     expect(() => reader.setState('last_error', { at: 't', where: 'x', message: 'no' })).toThrow();
     reader.close();
+  });
+
+  it('can live in memory (simulated chargers): same schema, no file, counts what it enqueued', () => {
+    const dir = join(tmp.dir, 'memory-charger');
+    const mem = openAgentStore(dir, { memory: true, now: () => T0 });
+    expect(existsSync(dir)).toBe(false);
+    expect(mem.file).toBe(':memory:');
+    expect(mem.db.pragma('user_version', { simple: true })).toBe(AGENT_SCHEMA_VERSION);
+    expect(mem.db.pragma('page_size', { simple: true })).toBe(1024);
+    mem.setState('last_error', { at: 't', where: 'x', message: 'boom' });
+    mem.enqueueEvents([
+      { event_id: 'e1', kind: 'boot', severity: 'info', timestamp: '2026-03-01T10:00:00.000Z' },
+    ]);
+    expect(mem.getState('last_error')?.message).toBe('boom');
+    expect(mem.outbox.size().items).toBe(1);
+    expect(mem.outbox.enqueuedCounts()).toEqual({
+      telemetry: 0,
+      event: 1,
+      charging_record: 0,
+      command_status: 0,
+    });
+    mem.close();
+    expect(() => openAgentStore(dir, { memory: true, readonly: true })).toThrow(/read-only/);
   });
 });

@@ -78,6 +78,23 @@ describe('sampler: telemetry cadence and sessions', () => {
     await s.stop();
   });
 
+  it('stamps a connector’s records strictly later than the one before, even within one millisecond', async () => {
+    const { uplink, sent } = recordingUplink();
+    const s = sampler(uplink);
+    s.start();
+    await vi.advanceTimersByTimeAsync(0);
+    // The control loop starts charging right after the first sample, within the same millisecond (Date is
+    // frozen here): the platform would take a second record with the same stamp for a duplicate.
+    hal.plugIn(1, ev);
+    await hal.startCharging(1);
+    await s.sample('state_changed');
+    expect(sent.flat().map((r) => [r.state, Date.parse(r.timestamp)])).toEqual([
+      ['idle', START],
+      ['charging', START + 1],
+    ]);
+    await s.stop();
+  });
+
   it('opens a session when energy flows and closes it, with its record, when the vehicle leaves', async () => {
     const { uplink } = recordingUplink();
     const s = sampler(uplink);

@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+import { writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { measureAgentFootprint } from './agent-footprint.js';
+import { measureCommandLatency, measureFleet } from './fleet-bench.js';
+import { measureIngest } from './ingest.js';
+import { measureLongPollAndStreamLatency } from './latency.js';
+import { measureStreamRate } from './stream-rate.js';
+
+/**
+ * `npm run bench`: every benchmark in turn, each beside its baseline or goal, printed and written to
+ * docs/benchmarks.md with the exact command and the machine. Never part of `npm test`.
+ *   --fleet-count N (default 2000)  --fleet-minutes M (default 5)  --footprint-minutes M (default 10)
+ */
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+const FLEET_COUNT = arg('fleet-count', 2000);
+const FLEET_MINUTES = arg('fleet-minutes', 5);
+const FOOTPRINT_MINUTES = arg('footprint-minutes', 10);
+
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}, Node ${process.version}`;
+const sections: string[] = [];
+const log = (name: string, figures: unknown) => {
+  process.stdout.write(`\n== ${name}\n${JSON.stringify(figures, null, 2)}\n`);
+};
+const block = (figures: unknown) => `\`\`\`json\n${JSON.stringify(figures, null, 2)}\n\`\`\``;
+
+const ingest = await measureIngest(1000, 64, 15);
+log('ingest', ingest);
+sections.push(`## Ingest — goal: platform ≥ 50 % of a bare node:https server, every record stored
+
+Command: \`node dist/simulators/bench/ingest.js --devices 1000 --connections 64 --seconds 15\`
+
+Platform **${ingest.platform.rps} req/s** (p50 ${ingest.platform.p50_ms} ms, p99 ${ingest.platform.p99_ms} ms) against bare
+node:https **${ingest.bare_https.rps} req/s** (p50 ${ingest.bare_https.p50_ms} ms, p99 ${ingest.bare_https.p99_ms} ms): ratio
+**${ingest.ratio}** (${ingest.ratio >= 0.5 ? 'goal met' : 'goal missed'}); acknowledged ${ingest.acknowledged}, stored ${ingest.stored}.
+
+${block(ingest)}`);
+
+const latency = await measureLongPollAndStreamLatency(200);
+log('long poll and stream (low rate)', latency);
+sections.push(`## Long-poll wake-up and stream latency at low rate
+
+Command: \`node dist/simulators/bench/latency.js --samples 200\`
+
+Long poll: operator stop sent → charger's waiting poll answered, p50 **${latency.long_poll_wakeup_ms.p50} ms**, p99
+**${latency.long_poll_wakeup_ms.p99} ms**. Stream: telemetry POST sent → WebSocket message, p50 ${latency.stream_latency_ms.p50} ms,
+p99 ${latency.stream_latency_ms.p99} ms.
+
+${block(latency)}`);
+
+const stream = await measureStreamRate();
+log('stream at 2,000 messages per second', stream);
+sections.push(`## Stream latency at 2,000 messages per second — goal: p99 < 50 ms
+
+Command: \`node dist/simulators/bench/stream-rate.js --rate 2000 --seconds 20\`
+
+${stream.received} of ${stream.sent} messages received at ${stream.achieved_rate}/s: p50 **${stream.latency_ms.p50} ms**, p99
+**${stream.latency_ms.p99} ms** (${stream.latency_ms.p99 < 50 ? 'goal met' : 'goal missed'}).
+
+${block(stream)}`);
+
+const command = await measureCommandLatency(1000, 300);
+log('command latency', command);
+sections.push(`## Command latency with 1,000 chargers — goal: p99 < 250 ms
+
+Command: \`node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300\`
+
+Operator \`POST .../stop\` → the agent's \`succeeded\` acknowledged: p50 **${command.latency_ms.p50_ms} ms**, p99
+**${command.latency_ms.p99_ms} ms** (${command.latency_ms.p99_ms < 250 ? 'goal met' : 'goal missed'}).
+
+${block(command)}`);
+
+const fleet = await measureFleet(FLEET_COUNT, FLEET_MINUTES);
+log('fleet', fleet);
+sections.push(`## Fleet — goal: N ≥ 10,000 chargers for 5 minutes, zero errors, p99 < 100 ms
+
+Command: \`node dist/simulators/bench/fleet-bench.js fleet --count ${FLEET_COUNT} --minutes ${FLEET_MINUTES}\`
+(platform and simulator on this one machine; every connector charging).
+
+N = ${fleet.count}: ${fleet.errors} errors, steady p99 **${fleet.steady_latency_ms.p99_ms} ms**, ${fleet.requests_per_s} req/s;
+platform RSS ${fleet.platform_rss_mib.end} MiB using ${fleet.platform_cpu_cores} cores; simulator RSS ${fleet.simulator_rss_mib.peak} MiB
+using ${fleet.simulator_cpu_cores} cores; **${fleet.memory_per_charger_kib} KiB per simulated charger**.
+
+${block(fleet)}`);
+
+const footprint = await measureAgentFootprint(FOOTPRINT_MINUTES);
+log('agent footprint', footprint);
+sections.push(`## Agent footprint — one agent at telemetry cadence beside a bare Node process
+
+Command: \`node dist/simulators/bench/agent-footprint.js --minutes ${FOOTPRINT_MINUTES}\`
+
+Agent RSS ${footprint.agent.rss_start_mib} → ${footprint.agent.rss_end_mib} MiB (mean ${footprint.agent.rss_mean_mib}), CPU
+${footprint.agent.cpu_percent_of_one_core} % of one core; bare \`node -e "setInterval(()=>{},1000)"\` RSS
+${footprint.bare_node.rss_mean_mib} MiB, CPU ${footprint.bare_node.cpu_percent_of_one_core} %.
+
+${block(footprint)}`);
+
+const doc = `# Benchmarks
+
+Written by \`npm run bench\` on ${new Date().toISOString()}.
+Machine: ${machine}. Each figure is measured beside its baseline in the same run.
+
+${sections.join('\n\n')}
+`;
+await writeFile(fileURLToPath(new URL('../../../docs/benchmarks.md', import.meta.url)), doc);
+process.stdout.write('\nwrote docs/benchmarks.md\n');

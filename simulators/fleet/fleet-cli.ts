@@ -1,0 +1,175 @@
+/**
+ * `charger-sim fleet` (DESIGN.md §11): a thin shell over `runFleet`.
+ *
+ *   charger-sim fleet --platform-url URL [--ca FILE] --count N [--duration SECONDS] [--data-dir DIR] [--json]
+ *                     [--seed N] [--ramp SECONDS] [--all-charging] [--v2g-share F] [--outage-share F]
+ *                     [--telemetry-interval SECONDS] [--heartbeat-interval SECONDS] [--log-level L] [--strict]
+ *
+ * Exit codes: 0 the run had no errors; 1 it had errors (what counts: fleet-stats.ts, docs/simulators.md);
+ * 2 usage error. SIGINT/SIGTERM stop early, gracefully; a second one exits at once with 1.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { type Command, Option } from 'commander';
+import { type FleetLogLevel, FleetOptionsError, type FleetSummary, runFleet } from './fleet-runner.js';
+import { formatSummary, startProgressLine } from './progress-line.js';
+
+export const EXIT_OK = 0;
+export const EXIT_ERRORS = 1;
+export const EXIT_USAGE = 2;
+
+export class UsageError extends Error {}
+
+interface FleetFlags {
+  platformUrl?: string;
+  ca?: string;
+  count?: string;
+  duration?: string;
+  dataDir?: string;
+  json?: boolean;
+  seed?: string;
+  ramp?: string;
+  allCharging?: boolean;
+  v2gShare?: string;
+  outageShare?: string;
+  telemetryInterval?: string;
+  heartbeatInterval?: string;
+  logLevel?: FleetLogLevel;
+  strict?: boolean;
+}
+
+function seconds(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new UsageError(`${flag} must be a number of seconds ≥ 0`);
+  return Math.round(n * 1000);
+}
+
+/** `0.2` or `20%`. */
+function fraction(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const percent = value.trim().endsWith('%');
+  const n = Number(percent ? value.trim().slice(0, -1) : value);
+  const f = percent ? n / 100 : n;
+  if (value.trim() === '' || !Number.isFinite(f) || f < 0 || f > 1)
+    throw new UsageError(`${flag} must be a share between 0 and 1 (or 0%-100%)`);
+  return f;
+}
+
+function wholeNumber(flag: string, value: string | undefined, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value.trim()) || Number(value) < min)
+    throw new UsageError(`${flag} must be a whole number ≥ ${min}`);
+  return Number(value);
+}
+
+async function fleetCommand(flags: FleetFlags): Promise<number> {
+  if (!flags.platformUrl) throw new UsageError('--platform-url is required');
+  const count = wholeNumber('--count', flags.count, 1);
+  if (count === undefined) throw new UsageError('--count is required');
+  let ca: string | undefined;
+  if (flags.ca !== undefined) {
+    try {
+      ca = readFileSync(flags.ca, 'utf8');
+    } catch (error) {
+      throw new UsageError(
+        `cannot read --ca ${flags.ca}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
+    }
+  }
+  const durationMs = seconds('--duration', flags.duration);
+  const rampMs = seconds('--ramp', flags.ramp);
+  const seed = wholeNumber('--seed', flags.seed, 0);
+  const v2gShare = fraction('--v2g-share', flags.v2gShare);
+  const outageShare = fraction('--outage-share', flags.outageShare);
+  const telemetryIntervalMs = seconds('--telemetry-interval', flags.telemetryInterval);
+  const heartbeatIntervalMs = seconds('--heartbeat-interval', flags.heartbeatInterval);
+
+  const fleet = await runFleet({
+    platformUrl: flags.platformUrl,
+    count,
+    ...(ca !== undefined ? { ca } : {}),
+    ...(durationMs !== undefined ? { durationMs } : {}),
+    ...(flags.dataDir !== undefined ? { dataDir: path.resolve(flags.dataDir) } : {}),
+    ...(seed !== undefined ? { seed } : {}),
+    ...(rampMs !== undefined ? { rampMs } : {}),
+    ...(flags.allCharging ? { allCharging: true } : {}),
+    ...(v2gShare !== undefined ? { v2gShare } : {}),
+    ...(outageShare !== undefined ? { outageShare } : {}),
+    ...(telemetryIntervalMs !== undefined ? { telemetryIntervalMs } : {}),
+    ...(heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs } : {}),
+    ...(flags.logLevel ? { logLevel: flags.logLevel } : {}),
+    ...(flags.strict ? { strict: true } : {}),
+  });
+
+  const stopProgress = process.stderr.isTTY ? startProgressLine(fleet, process.stderr) : undefined;
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      stopProgress?.();
+      process.stderr.write(`charger-sim fleet: second ${signal}: exiting at once\n`);
+      process.exit(EXIT_ERRORS);
+    }
+    if (process.stderr.isTTY)
+      process.stderr.write(`\r\x1b[2Kcharger-sim fleet: ${signal}: stopping every charger…\n`);
+    void fleet.stop();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const summary: FleetSummary = await fleet.done;
+  stopProgress?.();
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary));
+  return summary.errors === 0 ? EXIT_OK : EXIT_ERRORS;
+}
+
+/** Adds `fleet` to the `charger-sim` program; `onExit` receives the exit code. */
+export function addFleetCommand(program: Command, onExit: (code: number) => void): void {
+  program
+    .command('fleet')
+    .description('run N simulated chargers (the real agent on simulated hardware) against a platform')
+    .option('--platform-url <url>', 'the platform base address, https://HOST:PORT')
+    .option('--ca <file>', 'PEM certificate of the CA that signed the platform certificate')
+    .option('--count <n>', 'how many chargers')
+    .option('--duration <seconds>', 'stop after this long (default: run until SIGINT/SIGTERM)')
+    .option('--data-dir <dir>', 'keep each charger’s store on disk in DIR/<sn>/ (default: in memory)')
+    .option('--json', 'print the summary as JSON')
+    .option(
+      '--seed <n>',
+      'seed of the mix and of every charger; serials are SIM-<seed>-<n> (default: random)',
+    )
+    .option('--ramp <seconds>', 'start the chargers evenly over this long (default: count / 50)')
+    .option('--all-charging', 'every connector has a car that charges continuously (load benchmarks)')
+    .option('--v2g-share <f>', 'share of V2G chargers, 0..1 or N% (default 0.2)')
+    .option('--outage-share <f>', 'share of chargers that lose their network once, 0..1 or N% (default 0.05)')
+    .option('--telemetry-interval <seconds>', 'telemetry interval while charging (default 5)')
+    .option('--heartbeat-interval <seconds>', 'heartbeat period (default 30)')
+    .addOption(
+      new Option('--log-level <level>', 'agent logs to stderr from this level (default silent)').choices([
+        'fatal',
+        'error',
+        'warn',
+        'info',
+        'debug',
+        'trace',
+        'silent',
+      ]),
+    )
+    .option('--strict', 'count retried 429s and recovered transient failures as errors too')
+    .action(async (flags: FleetFlags) => {
+      try {
+        onExit(await fleetCommand(flags));
+      } catch (error) {
+        if (error instanceof UsageError || error instanceof FleetOptionsError) {
+          process.stderr.write(`charger-sim fleet: ${error.message}\n`);
+          onExit(EXIT_USAGE);
+          return;
+        }
+        throw error;
+      }
+    });
+}
