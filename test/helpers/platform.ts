@@ -79,6 +79,8 @@ export interface TestPlatform {
   registeredRoutes: Array<{ method: string; url: string }>;
   /** Fake clock: move the platform's time forward. */
   advance(ms: number): void;
+  /** The platform's clock (wall clock plus every `advance`). */
+  now(): number;
   stop(): Promise<void>;
 }
 
@@ -136,6 +138,7 @@ export async function startTestPlatform(
     advance(ms) {
       offset += ms;
     },
+    now,
     async stop() {
       await http.close();
       await platform.close();

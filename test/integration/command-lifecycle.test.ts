@@ -23,7 +23,6 @@ import {
  */
 
 let tp: TestPlatform;
-let offset = 0;
 
 beforeAll(async () => {
   tp = await startTestPlatform();
@@ -32,11 +31,8 @@ afterAll(async () => {
   await tp?.stop();
 });
 
-function advance(ms: number): void {
-  tp.advance(ms);
-  offset += ms;
-}
-const platformNow = () => Date.now() + offset;
+const advance = (ms: number): void => tp.advance(ms);
+const platformNow = (): number => tp.now();
 const isoNow = () => new Date(platformNow()).toISOString();
 
 let counter = 0;

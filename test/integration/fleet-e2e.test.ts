@@ -300,6 +300,13 @@ describe('a fleet of simulated chargers against a real platform', () => {
         events: summary.outbox.enqueued.event,
         statusReports: summary.outbox.enqueued.command_status,
       };
+      console.info(
+        `fleet e2e: ${COUNT} chargers (${summary.mix.connectors} connectors, ${summary.mix.v2g_chargers} V2G); ` +
+          `sent by the agents = stored by the platform: ${JSON.stringify(sent)}; ` +
+          `commands ${JSON.stringify(summary.commands.outcomes)}, p50 ${summary.commands.latency_ms.p50_ms} ms; ` +
+          `${summary.failures.outage} requests failed by simulated outages, ` +
+          `${summary.retried.transient_recovered} recovered after the platform outage`,
+      );
       expect(stored).toEqual(sent);
       expect(sent.chargingRecords).toBeGreaterThan(0);
       // accepted + succeeded for 8 stops, 5 schedules and one flexibility command per charger.

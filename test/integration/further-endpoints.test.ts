@@ -15,7 +15,6 @@ import {
  */
 
 let tp: TestPlatform;
-let offset = 0;
 
 beforeAll(async () => {
   tp = await startTestPlatform();
@@ -24,11 +23,8 @@ afterAll(async () => {
   await tp?.stop();
 });
 
-function advance(ms: number): void {
-  tp.advance(ms);
-  offset += ms;
-}
-const platformNow = () => Date.now() + offset;
+const advance = (ms: number): void => tp.advance(ms);
+const platformNow = (): number => tp.now();
 const isoAt = (ms: number) => new Date(ms).toISOString();
 const isoNow = () => isoAt(platformNow());
 
