@@ -49,7 +49,7 @@ const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 export async function measureFleet(count: number, minutes: number) {
   const platform = await sandboxPlatform();
   try {
-    const rampMs = Math.max(10_000, count * 10);
+    const rampMs = Math.max(10_000, count * 20);
     const fleet = await runFleet({
       platformUrl: platform.url,
       ca: platform.ca,

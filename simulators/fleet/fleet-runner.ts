@@ -215,6 +215,8 @@ export interface Fleet {
 
 interface ChargerState extends ChargerLinkState {
   plan: ChargerPlan;
+  /** Offset from the fleet's start at which its simulated outage ends, once it began. */
+  outageEndsAt?: number;
   link?: ChargerLink;
   hal?: SimulatedHal;
   runtime?: AgentRuntime;
@@ -503,9 +505,15 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     for (const state of outageStates) {
       const { startMs, endMs } = state.plan.outage!;
       // Only a registered charger loses its network: a registration whose answer is lost cannot be repeated
-      // (the platform answers 409 to the same serial number), and that is not what this simulates.
-      const out = state.deviceId !== undefined && elapsed >= startMs && elapsed < endMs;
-      if (out !== state.out && state.link) state.link.setOut(out);
+      // (the platform answers 409 to the same serial number), and that is not what this simulates. One that
+      // registers after its outage was due loses it from then on, for as long.
+      if (state.outageEndsAt === undefined) {
+        if (state.deviceId === undefined || elapsed < startMs || !state.link) continue;
+        state.outageEndsAt = elapsed + (endMs - startMs);
+        state.link.setOut(true);
+      } else if (state.out && elapsed >= state.outageEndsAt) {
+        state.link?.setOut(false);
+      }
     }
     stats.sample();
     const rss = process.memoryUsage().rss;

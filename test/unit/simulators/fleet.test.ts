@@ -35,6 +35,9 @@ describe('fleet: request kinds and failure classes', () => {
     expect(classifyFailure({ error: Object.assign(new Error('x'), { name: 'AbortError' }) }, false)).toBe(
       'aborted',
     );
+    expect(
+      classifyFailure({ error: Object.assign(new Error('x'), { code: 'UND_ERR_DESTROYED' }) }, false),
+    ).toBe('aborted');
     expect(classifyFailure({ status: 429 }, false)).toBe('rate_limited');
     expect(classifyFailure({ error: Object.assign(new Error('reset'), { code: 'ECONNRESET' }) }, false)).toBe(
       'transient',
