@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -5,6 +6,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Clock } from '../../agent/clock.js';
 import type { IncomingCommand } from '../../agent/platform-client.js';
+import { REPO_ROOT } from './cli.js';
 
 /** Helpers for the agent's tests: temporary data directories, a quiet logger, commands, a TCP proxy. */
 
@@ -106,5 +108,44 @@ export async function startTcpProxy(targetPort: number | undefined): Promise<Tcp
       cut();
       return new Promise((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+export interface AgentRunProcess {
+  child: ChildProcess;
+  spawnedAt: number;
+  stderr(): string;
+  /** The JSON log lines the agent wrote to stderr so far. */
+  lines(): Array<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** `charger-agent run ARGS` as a real process of the built CLI; keeps at most `maxStderrChars` of its stderr. */
+export function spawnAgentRun(args: string[], opts: { maxStderrChars?: number } = {}): AgentRunProcess {
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'agent', 'cli.js'), 'run', ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    if (opts.maxStderrChars !== undefined && stderr.length > opts.maxStderrChars) {
+      stderr = stderr.slice(-opts.maxStderrChars);
+    }
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal }));
+  });
+  return {
+    child,
+    spawnedAt: Date.now(),
+    stderr: () => stderr,
+    lines: () =>
+      stderr
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    exited,
   };
 }

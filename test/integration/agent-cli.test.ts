@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAgentStore } from '../../agent/agent-store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
-import { tempDir, waitFor } from '../helpers/agent.js';
+import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { type CliResult, REPO_ROOT, runCli } from '../helpers/cli.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
@@ -30,27 +29,8 @@ async function agentJson(args: string[]): Promise<{ code: number | null; json: a
   }
 }
 
-interface AgentProcess {
-  child: ChildProcess;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnAgent(args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [AGENT_CLI, 'run', ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal }));
-  });
-  return { child, stderr: () => stderr, exited };
-}
+type AgentProcess = AgentRunProcess;
+const spawnAgent = (args: string[]): AgentProcess => spawnAgentRun(args);
 
 let tp: TestPlatform;
 let platformStopped = false;

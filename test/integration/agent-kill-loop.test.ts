@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentStoreFile, openAgentStore } from '../../agent/agent-store.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
-import { sleep, tempDir, waitFor } from '../helpers/agent.js';
+import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
@@ -56,28 +55,9 @@ const allowAll: RateLimitStore = {
   close: () => undefined,
 };
 
-interface AgentProcess {
-  child: ChildProcess;
-  spawnedAt: number;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnAgent(args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [AGENT_CLI, 'run', ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr = (stderr + chunk).slice(-200_000);
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal }));
-  });
-  return { child, spawnedAt: Date.now(), stderr: () => stderr, exited };
-}
+type AgentProcess = AgentRunProcess;
+// Long runs: keep only the tail of stderr.
+const spawnAgent = (args: string[]): AgentProcess => spawnAgentRun(args, { maxStderrChars: 200_000 });
 
 /** The agent's JSON log lines, every run (one rotating file; a line cut by SIGKILL is skipped). */
 function logLines(dataDir: string): Array<Record<string, unknown>> {

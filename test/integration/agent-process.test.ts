@@ -1,10 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAgentStore } from '../../agent/agent-store.js';
-import { sleep, tempDir, waitFor } from '../helpers/agent.js';
-import { REPO_ROOT } from '../helpers/cli.js';
+import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -14,39 +12,8 @@ import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/p
  * Run `npm run build` first.
  */
 
-const AGENT_CLI = path.join(REPO_ROOT, 'dist', 'agent', 'cli.js');
-
-interface AgentProcess {
-  child: ChildProcess;
-  lines(): Array<Record<string, unknown>>;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnAgent(args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [AGENT_CLI, 'run', ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal }));
-  });
-  return {
-    child,
-    stderr: () => stderr,
-    lines: () =>
-      stderr
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-    exited,
-  };
-}
+type AgentProcess = AgentRunProcess;
+const spawnAgent = (args: string[]): AgentProcess => spawnAgentRun(args);
 
 async function deviceIdOf(agent: AgentProcess): Promise<string> {
   const line = await waitFor(
