@@ -11,8 +11,8 @@
  *   kinds go to different endpoints and do not depend on each other.
  * - Retryable failures (network, 5xx, 429, malformed answers) back off exponentially with full jitter, capped,
  *   never sooner than the server's `retry_after`; a fleet that lost the platform together therefore comes back
- *   spread out. Between successful requests the flusher paces itself, leaving room in the per-device rate
- *   limit for live traffic.
+ *   spread out. A long replay is paced (a token bucket: a few requests at once, then one per `paceMs`),
+ *   leaving room in the per-device rate limit for live traffic, while a command's reports go out at once.
  * - A permanent refusal (4xx other than 429) drops what the platform will never take, with a log line: a
  *   command status for a command that expired or was cancelled (409), unknown (404), or invalid (400). For a
  *   batch refused because of one record (`details.field` = `records.N...`), only that record is dropped.
@@ -62,8 +62,14 @@ export interface UplinkOptions {
   api: () => DeviceApi | undefined;
   random?: () => number;
   backoff?: { baseMs: number; capMs: number };
-  /** Pause between successful flush requests, ms; default 200 (≤ 5 requests/s of the 10/s budget). */
+  /**
+   * Sustained pace of the flusher, ms per request; default 200 (≤ 5 requests/s of the 10/s budget). A short
+   * burst (`paceBurst` requests) goes without pausing, so a command's `accepted` and `succeeded` reports do not
+   * wait behind each other; only a long replay is paced.
+   */
   paceMs?: number;
+  /** Requests the flusher may send back to back before pacing; default 4. */
+  paceBurst?: number;
   /** Told about a fatal error (the platform refuses the charger's identity). */
   onFatal?: (error: AgentFatalError) => void;
 }
@@ -113,6 +119,7 @@ export function createUplink(options: UplinkOptions): Uplink {
   const random = options.random ?? Math.random;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const paceMs = options.paceMs ?? 200;
+  const paceBurst = options.paceBurst ?? 4;
   const wakeup = createWakeup(clock);
   const stats: UplinkStats = {
     telemetryProduced: 0,
@@ -251,6 +258,19 @@ export function createUplink(options: UplinkOptions): Uplink {
     flushOnce,
     async run(signal) {
       let attempt = 0;
+      // Token bucket: `paceBurst` requests at once, refilled at one per `paceMs`.
+      let tokens = paceBurst;
+      let refilledAt = clock.now();
+      const takeToken = (): number => {
+        const now = clock.now();
+        if (paceMs > 0) {
+          tokens = Math.min(paceBurst, tokens + (now - refilledAt) / paceMs);
+          refilledAt = now;
+        } else tokens = paceBurst;
+        tokens -= 1;
+        // Wait until the next request has a whole token.
+        return tokens >= 1 ? 0 : Math.ceil((1 - tokens) * paceMs);
+      };
       while (!signal.aborted) {
         let outcome: FlushOutcome;
         try {
@@ -282,7 +302,8 @@ export function createUplink(options: UplinkOptions): Uplink {
           retrying = false;
         } else {
           attempt = 0;
-          await sleep(clock, paceMs, signal);
+          const wait = takeToken();
+          if (wait > 0) await sleep(clock, wait, signal);
         }
       }
     },

@@ -115,6 +115,40 @@ describe('uplink and outbox replay', () => {
     });
   });
 
+  it('sends a burst of reports at once and paces a long replay at one request per paceMs', async () => {
+    store.journalInsert({ commandId: 'cmd_1', command: 'stop', params: {}, expiry: 'x' }, 'x');
+    store.recordCommandStatus('cmd_1', [{ status: 'accepted' }, { status: 'succeeded' }], 'x');
+    // 3,000 telemetry records: six batches of 500 after the two statuses.
+    store.enqueue(
+      Array.from({ length: 3_000 }, (_, i) => ({ kind: 'telemetry' as const, payload: telemetry(i) })),
+    );
+    const { api, calls } = fakeApi();
+    const uplink = createUplink({
+      store,
+      clock: systemClock,
+      logger: quietLogger(),
+      api: () => api,
+      paceMs: 200,
+      paceBurst: 3,
+    });
+    const abort = new AbortController();
+    const running = uplink.run(abort.signal);
+    await vi.advanceTimersByTimeAsync(0);
+    // The burst: both statuses and the first batch went out without waiting.
+    expect(calls.map((c) => [c.what, c.at - T0])).toEqual([
+      ['status', 0],
+      ['status', 0],
+      ['batch', 0],
+    ]);
+    await vi.advanceTimersByTimeAsync(2_000);
+    abort.abort();
+    await running;
+    // Then one request per 200 ms, never faster.
+    const later = calls.slice(3).map((c) => c.at - T0);
+    expect(later).toEqual([200, 400, 600, 800, 1_000]);
+    expect(store.outbox.size().items).toBe(0);
+  });
+
   it('backs off with capped exponential delays and never sooner than retry_after', async () => {
     store.enqueue([{ kind: 'telemetry', payload: telemetry(0) }]);
     let failures = 0;
