@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
 import { runFleet } from '../fleet/fleet-runner.js';
 import { type BenchPlatform, call, startBenchPlatform } from './bench-platform.js';
 import { type ProcessSample, sampleProcess } from './process-sampler.js';
@@ -10,7 +11,9 @@ import { type ProcessSample, sampleProcess } from './process-sampler.js';
  *            errors, steady-state p99, requests per second, RSS of platform and simulator, memory per charger.
  *   command: 1,000 chargers connected; an operator stops connectors one after another; operator POST → the
  *            agent's `succeeded` report acknowledged, p50/p99 (measured by the fleet from each command's expiry).
+ *   search:  the largest N that `fleet` sustains (zero errors, p99 < 100 ms), see `searchFleet`.
  * Usage: node dist/simulators/bench/fleet-bench.js fleet --count 2000 --minutes 5
+ *        node dist/simulators/bench/fleet-bench.js search --count 2000 --step 1000 --minutes 5 --runs 4
  *        node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300
  */
 function arg(name: string, fallback: number): number {
@@ -46,6 +49,28 @@ async function sandboxOperatorToken(p: BenchPlatform): Promise<string> {
 
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
+/** The fleet goal's criteria: zero errors and a steady p99 under this. */
+export const FLEET_P99_GOAL_MS = 100;
+
+/**
+ * The platform's event-loop lag since the previous scrape of `/metrics` (prom-client resets its histogram on
+ * every collect), ms: tells whether the platform or the simulator made a slow request slow.
+ */
+async function platformLoopLag(p: BenchPlatform): Promise<{ p99: number; max: number } | undefined> {
+  const res = await request(`${p.url}/metrics`, { dispatcher: p.dispatcher });
+  const text = await res.body.text();
+  const read = (name: string) => {
+    const m = new RegExp(
+      `^charger_platform_process_nodejs_eventloop_lag_${name}_seconds(?:\\{[^}]*\\})? (\\S+)$`,
+      'm',
+    ).exec(text);
+    return m ? Math.round(Number(m[1]) * 1e5) / 100 : undefined;
+  };
+  const p99 = read('p99');
+  const max = read('max');
+  return p99 === undefined || max === undefined ? undefined : { p99, max };
+}
+
 export async function measureFleet(count: number, minutes: number) {
   const platform = await sandboxPlatform();
   try {
@@ -68,14 +93,24 @@ export async function measureFleet(count: number, minutes: number) {
         await sleep(5_000);
       }
     })();
+    // Scraped once the ramp is over (which resets the platform's lag histogram) and just before the stop.
+    let platformLag: { p99: number; max: number } | undefined;
+    const lagProbe = (async () => {
+      await sleep(rampMs + 10_000);
+      await platformLoopLag(platform);
+      await sleep(Math.max(0, minutes * 60_000 - 15_000));
+      platformLag = await platformLoopLag(platform);
+    })().catch(() => undefined);
     const summary = await fleet.done;
     stopped = true;
     await sampler;
+    await lagProbe;
     const first = platformSamples[Math.min(platformSamples.length - 1, Math.ceil(rampMs / 5_000))]!;
     const last = platformSamples[platformSamples.length - 1]!;
     return {
       count,
       minutes,
+      sustained: summary.errors === 0 && summary.requests.steady_latency_ms.p99_ms < FLEET_P99_GOAL_MS,
       registered: summary.registered,
       errors: summary.errors,
       error_kinds: summary.error_kinds,
@@ -91,10 +126,43 @@ export async function measureFleet(count: number, minutes: number) {
       },
       simulator_cpu_cores: summary.cpu.cores_used,
       memory_per_charger_kib: Math.round(summary.memory.per_charger_bytes / 1024),
+      simulator_event_loop_delay_ms: summary.event_loop_delay_ms,
+      platform_event_loop_lag_ms: platformLag ?? null,
     };
   } finally {
     await platform.stop();
   }
+}
+
+export type FleetTrial = Awaited<ReturnType<typeof measureFleet>>;
+
+/**
+ * The largest N sustained (`sustained`: zero errors, steady p99 under the goal) for `minutes`: from `start`,
+ * up by `step` while it holds; after the first miss, once more halfway between; down by halves if `start`
+ * already misses. At most `maxRuns` runs of `minutes` each (plus ramps), every trial reported.
+ */
+export async function searchFleet(start: number, step: number, minutes: number, maxRuns: number) {
+  const trials: FleetTrial[] = [];
+  let best: FleetTrial | undefined;
+  let missed: number | undefined;
+  let n = start;
+  while (trials.length < maxRuns && n >= 50) {
+    const trial = await measureFleet(n, minutes);
+    trials.push(trial);
+    process.stderr.write(
+      `fleet ${n}: ${trial.sustained ? 'sustained' : 'missed'} (errors ${trial.errors}, p99 ${trial.steady_latency_ms.p99_ms} ms)\n`,
+    );
+    if (trial.sustained) {
+      if (!best || n > best.count) best = trial;
+      n = missed === undefined ? n + step : Math.round((n + missed) / 2 / 100) * 100;
+    } else {
+      missed = missed === undefined ? n : Math.min(missed, n);
+      n = best ? Math.round((best.count + n) / 2 / 100) * 100 : Math.round(n / 2 / 100) * 100;
+    }
+    if (best && missed !== undefined && missed - best.count <= 250) break;
+    if (trials.some((t) => t.count === n)) break;
+  }
+  return { largest_sustained: best?.count ?? 0, first_missed: missed ?? null, best: best ?? null, trials };
 }
 
 export async function measureCommandLatency(count: number, commands: number) {
@@ -145,6 +213,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const result =
     mode === 'command'
       ? await measureCommandLatency(arg('count', 1000), arg('commands', 300))
-      : await measureFleet(arg('count', 2000), arg('minutes', 5));
+      : mode === 'search'
+        ? await searchFleet(arg('count', 2000), arg('step', 1000), arg('minutes', 5), arg('runs', 4))
+        : await measureFleet(arg('count', 2000), arg('minutes', 5));
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

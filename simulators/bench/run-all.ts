@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { measureAgentFootprint } from './agent-footprint.js';
-import { measureCommandLatency, measureFleet } from './fleet-bench.js';
+import { measureCommandLatency, searchFleet } from './fleet-bench.js';
 import { measureIngest } from './ingest.js';
 import { measureLongPollAndStreamLatency } from './latency.js';
 import { measureStreamRate } from './stream-rate.js';
@@ -11,13 +11,16 @@ import { measureStreamRate } from './stream-rate.js';
 /**
  * `npm run bench`: every benchmark in turn, each beside its baseline or goal, printed and written to
  * docs/benchmarks.md with the exact command and the machine. Never part of `npm test`.
- *   --fleet-count N (default 2000)  --fleet-minutes M (default 5)  --footprint-minutes M (default 10)
+ *   --fleet-count N (first N tried, default 2000)  --fleet-step N (default 1000)  --fleet-runs K (default 4)
+ *   --fleet-minutes M (default 5)  --footprint-minutes M (default 10)
  */
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 }
 const FLEET_COUNT = arg('fleet-count', 2000);
+const FLEET_STEP = arg('fleet-step', 1000);
+const FLEET_RUNS = arg('fleet-runs', 4);
 const FLEET_MINUTES = arg('fleet-minutes', 5);
 const FOOTPRINT_MINUTES = arg('footprint-minutes', 10);
 
@@ -74,18 +77,27 @@ Operator \`POST .../stop\` → the agent's \`succeeded\` acknowledged: p50 **${c
 
 ${block(command)}`);
 
-const fleet = await measureFleet(FLEET_COUNT, FLEET_MINUTES);
-log('fleet', fleet);
-sections.push(`## Fleet — goal: N ≥ 10,000 chargers for 5 minutes, zero errors, p99 < 100 ms
+const search = await searchFleet(FLEET_COUNT, FLEET_STEP, FLEET_MINUTES, FLEET_RUNS);
+log('fleet', search);
+const trialRows = search.trials
+  .map(
+    (t) =>
+      `| ${t.count} | ${t.sustained ? 'yes' : 'no'} | ${t.errors} | ${t.steady_latency_ms.p99_ms} | ${t.requests_per_s} | ${t.platform_rss_mib.end} | ${t.platform_cpu_cores} | ${t.simulator_rss_mib.peak} | ${t.simulator_cpu_cores} | ${t.memory_per_charger_kib} | ${t.simulator_event_loop_delay_ms.p99} | ${t.platform_event_loop_lag_ms?.p99 ?? '–'} |`,
+  )
+  .join('\n');
+const largest = search.largest_sustained;
+sections.push(`## Fleet — goal: N ≥ 10,000 chargers for ${FLEET_MINUTES} minutes, zero errors, p99 < 100 ms
 
-Command: \`node dist/simulators/bench/fleet-bench.js fleet --count ${FLEET_COUNT} --minutes ${FLEET_MINUTES}\`
-(platform and simulator on this one machine; every connector charging).
+Command: \`node dist/simulators/bench/fleet-bench.js search --count ${FLEET_COUNT} --step ${FLEET_STEP} --minutes ${FLEET_MINUTES} --runs ${FLEET_RUNS}\`
+(platform and simulator on this one machine; every connector charging: telemetry every 5 s, heartbeats every 30 s).
 
-N = ${fleet.count}: ${fleet.errors} errors, steady p99 **${fleet.steady_latency_ms.p99_ms} ms**, ${fleet.requests_per_s} req/s;
-platform RSS ${fleet.platform_rss_mib.end} MiB using ${fleet.platform_cpu_cores} cores; simulator RSS ${fleet.simulator_rss_mib.peak} MiB
-using ${fleet.simulator_cpu_cores} cores; **${fleet.memory_per_charger_kib} KiB per simulated charger**.
+Largest N sustained: **${largest}**${search.first_missed ? ` (${search.first_missed} missed)` : ''} — ${largest >= 10_000 ? 'goal met' : 'goal missed'}.
 
-${block(fleet)}`);
+| N | sustained | errors | steady p99 ms | req/s | platform RSS MiB | platform cores | simulator RSS MiB | simulator cores | KiB per charger | simulator loop p99 ms | platform loop p99 ms |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+${trialRows}
+
+${block(search)}`);
 
 const footprint = await measureAgentFootprint(FOOTPRINT_MINUTES);
 log('agent footprint', footprint);
