@@ -52,10 +52,20 @@ export async function startBenchPlatform(extraArgs: string[] = []): Promise<Benc
   );
   const url = await new Promise<string>((resolve, reject) => {
     let err = '';
+    let listening = false;
     child.stderr!.on('data', (chunk: Buffer) => {
       err += chunk.toString();
+      // Once it listens, only a tail is kept (for an exit message): a long run (the soak) must not grow the
+      // benchmark's own memory with the platform's log, nor search all of it again on every chunk.
+      if (listening) {
+        if (err.length > 65_536) err = err.slice(-32_768);
+        return;
+      }
       const m = /listening on (https:\/\/\S+)/.exec(err);
-      if (m) resolve(m[1]!);
+      if (m) {
+        listening = true;
+        resolve(m[1]!);
+      }
     });
     child.once('exit', (code) => reject(new Error(`platform exited (${code}): ${err}`)));
   });

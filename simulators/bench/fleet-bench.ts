@@ -71,7 +71,7 @@ async function platformLoopLag(p: BenchPlatform): Promise<{ p99: number; max: nu
   return p99 === undefined || max === undefined ? undefined : { p99, max };
 }
 
-export async function measureFleet(count: number, minutes: number) {
+export async function measureFleet(count: number, minutes: number, connections?: number) {
   const platform = await sandboxPlatform();
   try {
     const rampMs = Math.max(10_000, count * 20);
@@ -83,6 +83,7 @@ export async function measureFleet(count: number, minutes: number) {
       outageShare: 0,
       rampMs,
       durationMs: rampMs + minutes * 60_000,
+      ...(connections ? { connections } : {}),
       seed: 7,
     });
     const platformSamples: ProcessSample[] = [];
@@ -127,6 +128,7 @@ export async function measureFleet(count: number, minutes: number) {
       simulator_cpu_cores: summary.cpu.cores_used,
       memory_per_charger_kib: Math.round(summary.memory.per_charger_bytes / 1024),
       simulator_event_loop_delay_ms: summary.event_loop_delay_ms,
+      connections: summary.connections,
       platform_event_loop_lag_ms: platformLag ?? null,
     };
   } finally {
@@ -215,6 +217,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       ? await measureCommandLatency(arg('count', 1000), arg('commands', 300))
       : mode === 'search'
         ? await searchFleet(arg('count', 2000), arg('step', 1000), arg('minutes', 5), arg('runs', 4))
-        : await measureFleet(arg('count', 2000), arg('minutes', 5));
+        : await measureFleet(arg('count', 2000), arg('minutes', 5), arg('connections', 0) || undefined);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

@@ -22,6 +22,9 @@
  * never registered (`not_registered`); an agent log line at level error or fatal (`agent_log_error`); and, for
  * in-memory stores, a charger whose outbox still held items when it stopped (`backlog_lost`: that data is gone;
  * with `--data-dir` it stays on disk for the next run and is only reported).
+ *
+ * Besides the totals, a window (`takeWindow`) counts the same since the previous window: soak runs sample it
+ * every interval, and tests read what happened during one phase of a run (a platform restart).
  */
 import { LatencyHistogram, type LatencySummary } from './latency-histogram.js';
 
@@ -115,6 +118,38 @@ export function classifyFailure(failure: { status?: number; error?: unknown }, o
   return 'refused';
 }
 
+/** What happened between two `takeWindow` calls (or since the start). */
+export interface FleetStatsWindow {
+  /** When the window began and ended, ms since the epoch. */
+  from_ms: number;
+  until_ms: number;
+  /** Requests that ended in the window, long polls included, aborted ones not (as `requests.total`). */
+  requests: number;
+  /** Successful requests but long polls that ended in the window. */
+  latency_ms: LatencySummary;
+  failures: Record<FailureClass, number>;
+  /** Failed requests by cause: `http_<status>`, else the error's code or name (`ECONNREFUSED`, `Error`...). */
+  failed_by_cause: Record<string, number>;
+  /** Errors counted in the window (an unrecovered transient failure only becomes one at the stop). */
+  errors: number;
+}
+
+/** `http_<status>`, or the error's code, or its name. Pure. */
+export function failureCauseOf(failure: { status?: number; error?: unknown }): string {
+  if (failure.status !== undefined) return `http_${failure.status}`;
+  const e = failure.error as { code?: unknown; name?: unknown } | undefined;
+  if (typeof e?.code === 'string') return e.code;
+  return typeof e?.name === 'string' ? e.name : 'unknown';
+}
+
+const zeroFailures = (): Record<FailureClass, number> => ({
+  outage: 0,
+  aborted: 0,
+  rate_limited: 0,
+  transient: 0,
+  refused: 0,
+});
+
 /** What the stats keep per charger (the link's state carries it). */
 export interface ChargerTally {
   /** Transient failures not yet followed by a success of the same kind, by `RECOVERY_GROUP`. */
@@ -151,13 +186,7 @@ export class FleetStats {
   /** Operator-issued command → the agent's final report acknowledged by the platform. */
   readonly commandLatency = new LatencyHistogram();
   readonly commandOutcomes = new Map<string, number>();
-  readonly failures: Record<FailureClass, number> = {
-    outage: 0,
-    aborted: 0,
-    rate_limited: 0,
-    transient: 0,
-    refused: 0,
-  };
+  readonly failures: Record<FailureClass, number> = zeroFailures();
   retriedRateLimited = 0;
   recoveredTransient = 0;
   readonly errors = new Map<string, number>();
@@ -167,10 +196,19 @@ export class FleetStats {
   steadyFromMs = Number.POSITIVE_INFINITY;
   steadyUntilMs = Number.POSITIVE_INFINITY;
   private readonly perSecond: Array<{ at: number; total: number }> = [];
+  private window = {
+    from: 0,
+    requests: 0,
+    latency: new LatencyHistogram(),
+    failures: zeroFailures(),
+    causes: new Map<string, number>(),
+    errorsBefore: 0,
+  };
 
   constructor(options: FleetStatsOptions = {}) {
     this.strict = options.strict ?? false;
     this.now = options.now ?? Date.now;
+    this.window.from = this.now();
   }
 
   get errorCount(): number {
@@ -190,9 +228,11 @@ export class FleetStats {
     counters.requests += 1;
     counters.ok += 1;
     this.totalRequests += 1;
+    this.window.requests += 1;
     if (kind !== 'poll') {
       const ms = endedAt - startedAt;
       this.latency.record(ms);
+      this.window.latency.record(ms);
       if (startedAt >= this.steadyFromMs && startedAt < this.steadyUntilMs) this.steadyLatency.record(ms);
       let byKind = this.latencyByKind.get(kind);
       if (!byKind) {
@@ -219,11 +259,15 @@ export class FleetStats {
   ): FailureClass {
     const cls = classifyFailure(failure, out);
     this.failures[cls] += 1;
+    this.window.failures[cls] += 1;
     if (cls === 'aborted') return cls;
     const counters = this.kinds[kind];
     counters.requests += 1;
     counters.failed += 1;
     this.totalRequests += 1;
+    this.window.requests += 1;
+    const cause = failureCauseOf(failure);
+    this.window.causes.set(cause, (this.window.causes.get(cause) ?? 0) + 1);
     if (kind === 'heartbeat') tally.heartbeatOkAt = undefined;
     const what =
       failure.status !== undefined ? `HTTP ${failure.status}` : String((failure.error as Error)?.message);
@@ -269,6 +313,30 @@ export class FleetStats {
     const last = this.perSecond[this.perSecond.length - 1];
     if (!first || !last || last.at <= first.at) return 0;
     return ((last.total - first.total) * 1000) / (last.at - first.at);
+  }
+
+  /** What happened since the previous call (or the start); the next window begins now. */
+  takeWindow(): FleetStatsWindow {
+    const w = this.window;
+    const now = this.now();
+    const errors = this.errorCount;
+    this.window = {
+      from: now,
+      requests: 0,
+      latency: new LatencyHistogram(),
+      failures: zeroFailures(),
+      causes: new Map(),
+      errorsBefore: errors,
+    };
+    return {
+      from_ms: w.from,
+      until_ms: now,
+      requests: w.requests,
+      latency_ms: w.latency.summary(),
+      failures: w.failures,
+      failed_by_cause: Object.fromEntries(w.causes),
+      errors: errors - w.errorsBefore,
+    };
   }
 
   /** At the end: transient failures the charger never recovered from become errors. */
