@@ -11,7 +11,7 @@ import { measureStreamRate } from './stream-rate.js';
 /**
  * `npm run bench`: every benchmark in turn, each beside its baseline or goal, printed and written to
  * docs/benchmarks.md with the exact command and the machine. Never part of `npm test`.
- *   --fleet-count N (first N tried, default 2000)  --fleet-step N (default 1000)  --fleet-runs K (default 4)
+ *   --fleet-count N (first N tried, default 2000)  --fleet-step N (default 1000)  --fleet-runs K (default 3)
  *   --fleet-minutes M (default 5)  --footprint-minutes M (default 10)
  */
 function arg(name: string, fallback: number): number {
@@ -20,7 +20,7 @@ function arg(name: string, fallback: number): number {
 }
 const FLEET_COUNT = arg('fleet-count', 2000);
 const FLEET_STEP = arg('fleet-step', 1000);
-const FLEET_RUNS = arg('fleet-runs', 4);
+const FLEET_RUNS = arg('fleet-runs', 3);
 const FLEET_MINUTES = arg('fleet-minutes', 5);
 const FOOTPRINT_MINUTES = arg('footprint-minutes', 10);
 
@@ -117,6 +117,7 @@ const doc = `# Benchmarks
 
 Written by \`npm run bench\` on ${new Date().toISOString()}.
 Machine: ${machine}. Each figure is measured beside its baseline in the same run.
+Command: \`${process.env.NODE_OPTIONS ? `NODE_OPTIONS=${process.env.NODE_OPTIONS} ` : ''}npm run bench\` (every benchmark below in turn).
 
 ${sections.join('\n\n')}
 `;
