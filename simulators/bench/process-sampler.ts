@@ -36,3 +36,25 @@ export function summarizeSamples(samples: readonly ProcessSample[]) {
     window_seconds: Math.round((last.atMs - first.atMs) / 1000),
   };
 }
+
+/** The machine's CPU time from /proc/stat, in clock ticks: all of it, and what the hypervisor stole. */
+export interface HostCpuTimes {
+  total: number;
+  steal: number;
+}
+
+export function sampleHostCpu(): HostCpuTimes {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest time is inside user already)
+  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { total: ticks.reduce((a, b) => a + b, 0), steal: ticks[7] ?? 0 };
+}
+
+/**
+ * Share of the machine's CPU time the hypervisor gave to someone else between two readings, %: on a shared
+ * virtual machine, a benchmark's figures are only comparable between runs with similar steal.
+ */
+export function stealPercent(from: HostCpuTimes, to: HostCpuTimes): number {
+  const total = to.total - from.total;
+  return total > 0 ? Math.round((1000 * (to.steal - from.steal)) / total) / 10 : 0;
+}

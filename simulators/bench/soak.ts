@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_RAMP_MS_PER_CHARGER, type FleetSummary, runFleet } from '../fleet/fleet-runner.js';
 import { startBenchPlatform } from './bench-platform.js';
-import { sampleProcess } from './process-sampler.js';
+import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js';
 import { type SoakSample, sampleTable, summarizeSoak, toMiB } from './soak-summary.js';
 
 /**
@@ -56,7 +56,11 @@ function sampleTimes(rampMs: number, steadyMs: number, intervalMs: number): numb
 
 const rampMs = Math.max(10_000, COUNT * DEFAULT_RAMP_MS_PER_CHARGER);
 
-async function runSoak(): Promise<{ samples: SoakSample[]; fleetSummary: FleetSummary }> {
+async function runSoak(): Promise<{
+  samples: SoakSample[];
+  fleetSummary: FleetSummary;
+  stealPercent: number;
+}> {
   const platform = await startBenchPlatform(['--env', 'sandbox']);
   try {
     const fleet = await runFleet({
@@ -73,6 +77,8 @@ async function runSoak(): Promise<{ samples: SoakSample[]; fleetSummary: FleetSu
     );
     const samples: SoakSample[] = [];
     let fleetSummary: FleetSummary;
+    const hostCpuAtStart = sampleHostCpu();
+    let steal = 0;
     try {
       for (const t of sampleTimes(rampMs, MINUTES * 60_000, INTERVAL_MS)) {
         const wait = fleet.startedAt + t - Date.now();
@@ -107,17 +113,18 @@ async function runSoak(): Promise<{ samples: SoakSample[]; fleetSummary: FleetSu
             `failed ${sample.failed}, errors ${sample.errors}\n`,
         );
       }
+      steal = stealPercent(hostCpuAtStart, sampleHostCpu());
     } finally {
       // Also when sampling failed (the platform died): the agents' timers would keep the process alive.
       fleetSummary = await fleet.stop();
     }
-    return { samples, fleetSummary };
+    return { samples, fleetSummary, stealPercent: steal };
   } finally {
     await platform.stop();
   }
 }
 
-const { samples, fleetSummary } = await runSoak();
+const { samples, fleetSummary, stealPercent: hostCpuStealPercent } = await runSoak();
 const soak = summarizeSoak(samples);
 const date = new Date().toISOString();
 const report = {
@@ -125,6 +132,7 @@ const report = {
   date,
   machine,
   node_options: process.env.NODE_OPTIONS ?? null,
+  host_cpu_steal_percent: hostCpuStealPercent,
   count: COUNT,
   minutes: MINUTES,
   interval_s: INTERVAL_MS / 1000,
@@ -165,7 +173,8 @@ ${verdictRows}
 
 Platform RSS ${soak.platform.rss_mib.start} → ${soak.platform.rss_mib.end} MiB;
 simulator RSS ${soak.simulator.rss_mib.start} → ${soak.simulator.rss_mib.end} MiB;
-window p99 ${soak.window_p99_ms.min}–${soak.window_p99_ms.max} ms; fleet errors **${fleetSummary.errors}**.
+window p99 ${soak.window_p99_ms.min}–${soak.window_p99_ms.max} ms; fleet errors **${fleetSummary.errors}**. The hypervisor stole
+${hostCpuStealPercent} % of the machine's CPU time during the run (\`/proc/stat\`).
 
 ## Samples
 
