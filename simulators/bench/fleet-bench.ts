@@ -1,5 +1,8 @@
 #!/usr/bin/env node
+import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { request } from 'undici';
 import { runFleet } from '../fleet/fleet-runner.js';
 import { type BenchPlatform, call, startBenchPlatform } from './bench-platform.js';
@@ -46,6 +49,8 @@ async function sandboxOperatorToken(p: BenchPlatform): Promise<string> {
   });
   return res.body.access_token as string;
 }
+
+const runScript = promisify(execFile);
 
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
@@ -139,6 +144,27 @@ export async function measureFleet(count: number, minutes: number, connections?:
 export type FleetTrial = Awaited<ReturnType<typeof measureFleet>>;
 
 /**
+ * One `measureFleet` in a fresh process (this script, `fleet` mode): a process that already ran a fleet keeps
+ * its grown heap, so its RSS before the next fleet's first charger says nothing about memory per charger.
+ */
+export async function measureFleetInChild(count: number, minutes: number): Promise<FleetTrial> {
+  const { stdout } = await runScript(
+    process.execPath,
+    [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      'fleet',
+      '--count',
+      String(count),
+      '--minutes',
+      String(minutes),
+    ],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout) as FleetTrial;
+}
+
+/**
  * The largest N sustained (`sustained`: zero errors, steady p99 under the goal) for `minutes`: from `start`,
  * up by `step` while it holds; after the first miss, once more halfway between; down by halves if `start`
  * already misses. At most `maxRuns` runs of `minutes` each (plus ramps), every trial reported.
@@ -149,7 +175,7 @@ export async function searchFleet(start: number, step: number, minutes: number, 
   let missed: number | undefined;
   let n = start;
   while (trials.length < maxRuns && n >= 50) {
-    const trial = await measureFleet(n, minutes);
+    const trial = await measureFleetInChild(n, minutes);
     trials.push(trial);
     process.stderr.write(
       `fleet ${n}: ${trial.sustained ? 'sustained' : 'missed'} (errors ${trial.errors}, p99 ${trial.steady_latency_ms.p99_ms} ms)\n`,
