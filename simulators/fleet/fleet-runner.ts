@@ -80,7 +80,7 @@ export interface FleetOptions {
   /** Count retried 429s and recovered transient failures as errors too. */
   strict?: boolean;
   /**
-   * Connections of the pool every request but the long polls shares; default count / 50, between 16 and 128.
+   * Connections of the pool every request but the long polls shares; default count / 4, between 16 and 512.
    * (Long polls have a pool of their own: one connection per charger, as real chargers hold.)
    */
   connections?: number;
@@ -228,13 +228,13 @@ interface ChargerState extends ChargerLinkState {
 }
 
 /**
- * The shared pool is sized for the requests in flight, not for the chargers: the pool hands a request to its
- * first free connection, so a pool much larger than the concurrency leaves most connections idle until the
- * platform's keep-alive timeout closes them, and the next burst pays a TLS handshake for each (profiled at
- * 3,000 chargers: 512 connections reopened 300 of them in bursts that stalled the fleet ~0.8 s).
+ * Large enough that a burst of requests after a stall does not queue behind a few connections: a pool sized
+ * for the average requests in flight (N/50) made the 2,000-charger soak queue (p50 486 ms with the machine
+ * three-quarters idle). Above ~2,500 chargers, idle connections in this pool are closed by the platform's
+ * keep-alive timeout and reopened in bursts (docs/simulators.md); `connections` tunes it.
  */
 export function defaultConnections(count: number): number {
-  return Math.min(128, Math.max(16, Math.ceil(count / 50)));
+  return Math.min(512, Math.max(16, Math.ceil(count / 4)));
 }
 
 export class FleetOptionsError extends Error {
