@@ -228,10 +228,9 @@ interface ChargerState extends ChargerLinkState {
 }
 
 /**
- * Large enough that a burst of requests after a stall does not queue behind a few connections: a pool sized
- * for the average requests in flight (N/50) made the 2,000-charger soak queue (p50 486 ms with the machine
- * three-quarters idle). Above ~2,500 chargers, idle connections in this pool are closed by the platform's
- * keep-alive timeout and reopened in bursts (docs/simulators.md); `connections` tunes it.
+ * A trade-off measured both ways (docs/simulators.md): too small, and a burst after a stall queues behind a
+ * few connections; too large, and above ~2,500 chargers idle connections are closed by the platform's
+ * keep-alive timeout and reopened in bursts of TLS handshakes. `connections` tunes it.
  */
 export function defaultConnections(count: number): number {
   return Math.min(512, Math.max(16, Math.ceil(count / 4)));
