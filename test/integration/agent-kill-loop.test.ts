@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentStoreFile, openAgentStore } from '../../agent/agent-store.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
+import { createSeededRandom } from '../../simulators/seeded-random.js';
 import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -42,18 +43,6 @@ const K = 8;
 const STALL_KILLS = 10;
 const FINAL_STATUSES = ['succeeded', 'failed', 'rejected'];
 const RANK: Record<string, number> = { received: 0, accepted: 1, succeeded: 2, failed: 2, rejected: 2 };
-
-/** Seeded PRNG (mulberry32), as in platform-faults.test.ts. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const allowAll: RateLimitStore = {
   hit: (_key, limit) => ({ allowed: true, limit, remaining: limit, resetSeconds: 1 }),
@@ -103,7 +92,7 @@ afterAll(async () => {
 
 describe('charger-agent run, SIGKILLed over and over under load', () => {
   it('loses nothing acknowledged, doubles no record or command, keeps its store whole, and catches up', async () => {
-    const random = prng(SEED);
+    const random = createSeededRandom(SEED);
     const between = (lo: number, hi: number) => lo + random() * (hi - lo);
     const dataDir = path.join(tmp.dir, 'data');
     const SN = `KILL-LOOP-${process.pid}`;

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
 import { createWriteBatcher } from '../../platform/storage/write-batcher.js';
+import { createSeededRandom } from '../../simulators/seeded-random.js';
 import {
   pollUntil,
   runCli,
@@ -60,18 +61,6 @@ afterAll(async () => {
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
-
-/** Seeded PRNG (mulberry32): a failing run can be replayed with FAULTS_SEED. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function run(cmd: string, args: string[]): string {
   try {
@@ -447,8 +436,8 @@ describe('SIGKILL under load, many times over', () => {
     const started = Date.now();
     // Kill delays come from their own generator, so that the seed alone fixes them; the load's choices also
     // depend on how the requests interleave.
-    const killRng = prng(SEED);
-    const rng = prng(SEED ^ 0x9e3779b9);
+    const killRng = createSeededRandom(SEED);
+    const rng = createSeededRandom(SEED ^ 0x9e3779b9);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
     const dir = await dirs.make();
     const dbPath = join(dir, 'platform.sqlite');
