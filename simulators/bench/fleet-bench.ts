@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import { runFleet } from '../fleet/fleet-runner.js';
+import { runFleetInWorkers } from '../fleet/fleet-workers.js';
 import { type BenchPlatform, call, startBenchPlatform } from './bench-platform.js';
 import { type ProcessSample, sampleProcess } from './process-sampler.js';
 
@@ -15,6 +16,7 @@ import { type ProcessSample, sampleProcess } from './process-sampler.js';
  *   command: 1,000 chargers connected; an operator stops connectors one after another; operator POST → the
  *            agent's `succeeded` report acknowledged, p50/p99 (measured by the fleet from each command's expiry).
  *   search:  the largest N that `fleet` sustains (zero errors, p99 < 100 ms), see `searchFleet`.
+ * `--workers N` splits the fleet over N worker threads (`fleet-workers.ts`; default 1, the main thread).
  * Usage: node dist/simulators/bench/fleet-bench.js fleet --count 2000 --minutes 5
  *        node dist/simulators/bench/fleet-bench.js search --count 2000 --step 1000 --minutes 5 --runs 4
  *        node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300
@@ -76,11 +78,11 @@ async function platformLoopLag(p: BenchPlatform): Promise<{ p99: number; max: nu
   return p99 === undefined || max === undefined ? undefined : { p99, max };
 }
 
-export async function measureFleet(count: number, minutes: number, connections?: number) {
+export async function measureFleet(count: number, minutes: number, connections?: number, workers = 1) {
   const platform = await sandboxPlatform();
   try {
     const rampMs = Math.max(10_000, count * 20);
-    const fleet = await runFleet({
+    const options = {
       platformUrl: platform.url,
       ca: platform.ca,
       count,
@@ -90,7 +92,8 @@ export async function measureFleet(count: number, minutes: number, connections?:
       durationMs: rampMs + minutes * 60_000,
       ...(connections ? { connections } : {}),
       seed: 7,
-    });
+    };
+    const fleet = workers > 1 ? await runFleetInWorkers(options, workers) : await runFleet(options);
     const platformSamples: ProcessSample[] = [];
     let stopped = false;
     const sampler = (async () => {
@@ -116,6 +119,7 @@ export async function measureFleet(count: number, minutes: number, connections?:
     return {
       count,
       minutes,
+      workers,
       sustained: summary.errors === 0 && summary.requests.steady_latency_ms.p99_ms < FLEET_P99_GOAL_MS,
       registered: summary.registered,
       errors: summary.errors,
@@ -147,7 +151,7 @@ export type FleetTrial = Awaited<ReturnType<typeof measureFleet>>;
  * One `measureFleet` in a fresh process (this script, `fleet` mode): a process that already ran a fleet keeps
  * its grown heap, so its RSS before the next fleet's first charger says nothing about memory per charger.
  */
-export async function measureFleetInChild(count: number, minutes: number): Promise<FleetTrial> {
+export async function measureFleetInChild(count: number, minutes: number, workers = 1): Promise<FleetTrial> {
   const { stdout } = await runScript(
     process.execPath,
     [
@@ -158,6 +162,8 @@ export async function measureFleetInChild(count: number, minutes: number): Promi
       String(count),
       '--minutes',
       String(minutes),
+      '--workers',
+      String(workers),
     ],
     { maxBuffer: 16 * 1024 * 1024 },
   );
@@ -169,13 +175,19 @@ export async function measureFleetInChild(count: number, minutes: number): Promi
  * up by `step` while it holds; after the first miss, once more halfway between; down by halves if `start`
  * already misses. At most `maxRuns` runs of `minutes` each (plus ramps), every trial reported.
  */
-export async function searchFleet(start: number, step: number, minutes: number, maxRuns: number) {
+export async function searchFleet(
+  start: number,
+  step: number,
+  minutes: number,
+  maxRuns: number,
+  workers = 1,
+) {
   const trials: FleetTrial[] = [];
   let best: FleetTrial | undefined;
   let missed: number | undefined;
   let n = start;
   while (trials.length < maxRuns && n >= 50) {
-    const trial = await measureFleetInChild(n, minutes);
+    const trial = await measureFleetInChild(n, minutes, workers);
     trials.push(trial);
     process.stderr.write(
       `fleet ${n}: ${trial.sustained ? 'sustained' : 'missed'} (errors ${trial.errors}, p99 ${trial.steady_latency_ms.p99_ms} ms)\n`,
@@ -242,7 +254,18 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     mode === 'command'
       ? await measureCommandLatency(arg('count', 1000), arg('commands', 300))
       : mode === 'search'
-        ? await searchFleet(arg('count', 2000), arg('step', 1000), arg('minutes', 5), arg('runs', 4))
-        : await measureFleet(arg('count', 2000), arg('minutes', 5), arg('connections', 0) || undefined);
+        ? await searchFleet(
+            arg('count', 2000),
+            arg('step', 1000),
+            arg('minutes', 5),
+            arg('runs', 4),
+            arg('workers', 1),
+          )
+        : await measureFleet(
+            arg('count', 2000),
+            arg('minutes', 5),
+            arg('connections', 0) || undefined,
+            arg('workers', 1),
+          );
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

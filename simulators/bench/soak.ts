@@ -5,6 +5,7 @@ import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_RAMP_MS_PER_CHARGER, type FleetSummary, runFleet } from '../fleet/fleet-runner.js';
+import { runFleetInWorkers } from '../fleet/fleet-workers.js';
 import { startBenchPlatform } from './bench-platform.js';
 import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js';
 import { type SoakSample, sampleTable, summarizeSoak, toMiB } from './soak-summary.js';
@@ -16,7 +17,7 @@ import { type SoakSample, sampleTable, summarizeSoak, toMiB } from './soak-summa
  * file descriptors, the simulator's RSS, heap and active handles, and the request latency and failures of that
  * window only. At the end: the samples, a JSON summary with a verdict per criterion (`soak-summary.ts`), and
  * docs/soak.md. Never part of `npm test`.
- * Usage: npm run soak [-- --count 2000 --minutes 30 --interval-s 60]
+ * Usage: npm run soak [-- --count 2000 --minutes 30 --interval-s 60 --workers 1]
  * Exit code 0 when every verdict passes and the fleet had no errors, 1 otherwise, 2 on a usage error.
  */
 
@@ -34,6 +35,7 @@ function arg(name: string, fallback: number): number {
 const COUNT = Math.round(arg('count', 2000));
 const MINUTES = arg('minutes', 30);
 const INTERVAL_MS = arg('interval-s', 60) * 1000;
+const WORKERS = Math.round(arg('workers', 1));
 const SEED = 7;
 
 /** How it was run, for the report: `npm run soak` passes its own name down. */
@@ -63,7 +65,7 @@ async function runSoak(): Promise<{
 }> {
   const platform = await startBenchPlatform(['--env', 'sandbox']);
   try {
-    const fleet = await runFleet({
+    const options = {
       platformUrl: platform.url,
       ca: platform.ca,
       count: COUNT,
@@ -71,7 +73,8 @@ async function runSoak(): Promise<{
       outageShare: 0,
       rampMs,
       seed: SEED,
-    });
+    };
+    const fleet = WORKERS > 1 ? await runFleetInWorkers(options, WORKERS) : await runFleet(options);
     process.stderr.write(
       `soak: ${COUNT} chargers, ramp ${rampMs / 1000} s, then ${MINUTES} min, a sample every ${INTERVAL_MS / 1000} s\n`,
     );
@@ -84,8 +87,8 @@ async function runSoak(): Promise<{
         const wait = fleet.startedAt + t - Date.now();
         if (wait > 0) await sleep(wait);
         const proc = sampleProcess(platform.pid);
-        const memory = process.memoryUsage();
-        const window = fleet.takeWindow();
+        const live = fleet.live({ resources: true });
+        const window = await fleet.takeWindow();
         const seconds = Math.max(0.001, (window.until_ms - window.from_ms) / 1000);
         const { transient, rate_limited, refused, outage } = window.failures;
         const sample: SoakSample = {
@@ -94,10 +97,10 @@ async function runSoak(): Promise<{
           platform_rss_mib: Math.round(proc.rssMiB * 10) / 10,
           platform_fds: readdirSync(`/proc/${platform.pid}/fd`).length,
           platform_cpu_s: proc.cpuSeconds,
-          sim_rss_mib: toMiB(memory.rss),
-          sim_heap_used_mib: toMiB(memory.heapUsed),
-          sim_active_handles: process.getActiveResourcesInfo().length,
-          online: fleet.live().online,
+          sim_rss_mib: toMiB(live.rss_bytes),
+          sim_heap_used_mib: toMiB(live.heap_used_bytes ?? 0),
+          sim_active_handles: live.active_handles ?? 0,
+          online: live.online,
           requests: window.requests,
           requests_per_s: Math.round(window.requests / seconds),
           p50_ms: window.latency_ms.p50_ms,
@@ -134,6 +137,7 @@ const report = {
   node_options: process.env.NODE_OPTIONS ?? null,
   host_cpu_steal_percent: hostCpuStealPercent,
   count: COUNT,
+  workers: WORKERS,
   minutes: MINUTES,
   interval_s: INTERVAL_MS / 1000,
   ramp_s: rampMs / 1000,
@@ -162,7 +166,7 @@ const doc = `# Soak
 Written by \`${command}\` on ${date}.
 Machine: ${machine}.${report.node_options ? ` \`NODE_OPTIONS=${report.node_options}\`.` : ''}
 
-${COUNT} chargers, every connector charging (telemetry every 5 s, heartbeats every 30 s, long poll open),
+${COUNT} chargers${WORKERS > 1 ? ` in ${WORKERS} worker threads` : ''}, every connector charging (telemetry every 5 s, heartbeats every 30 s, long poll open),
 against \`charger-platform serve --env sandbox\` on the same machine; ramp ${rampMs / 1000} s, then ${MINUTES} minutes,
 a sample every ${INTERVAL_MS / 1000} s (latency and failures of each window only). The criteria are in
 \`simulators/bench/soak-summary.ts\`; "start" is the first sample whose window began after the ramp, "end" the last.

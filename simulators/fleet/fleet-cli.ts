@@ -4,6 +4,7 @@
  *   charger-sim fleet --platform-url URL [--ca FILE] --count N [--duration SECONDS] [--data-dir DIR] [--json]
  *                     [--seed N] [--ramp SECONDS] [--all-charging] [--v2g-share F] [--outage-share F]
  *                     [--telemetry-interval SECONDS] [--heartbeat-interval SECONDS] [--log-level L] [--strict]
+ *                     [--workers N]
  *
  * Exit codes: 0 the run had no errors; 1 it had errors (what counts: fleet-stats.ts, docs/simulators.md);
  * 2 usage error. SIGINT/SIGTERM stop early, gracefully; a second one exits at once with 1.
@@ -11,7 +12,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, Option } from 'commander';
-import { type FleetLogLevel, FleetOptionsError, type FleetSummary, runFleet } from './fleet-runner.js';
+import {
+  type FleetLogLevel,
+  type FleetOptions,
+  FleetOptionsError,
+  type FleetSummary,
+  runFleet,
+} from './fleet-runner.js';
+import { type FleetHandle, runFleetInWorkers } from './fleet-workers.js';
 import { formatSummary, startProgressLine } from './progress-line.js';
 
 export const EXIT_OK = 0;
@@ -36,6 +44,7 @@ interface FleetFlags {
   heartbeatInterval?: string;
   logLevel?: FleetLogLevel;
   strict?: boolean;
+  workers?: string;
 }
 
 function seconds(flag: string, value: string | undefined): number | undefined {
@@ -85,8 +94,9 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
   const outageShare = fraction('--outage-share', flags.outageShare);
   const telemetryIntervalMs = seconds('--telemetry-interval', flags.telemetryInterval);
   const heartbeatIntervalMs = seconds('--heartbeat-interval', flags.heartbeatInterval);
+  const workers = wholeNumber('--workers', flags.workers, 1) ?? 1;
 
-  const fleet = await runFleet({
+  const options: FleetOptions = {
     platformUrl: flags.platformUrl,
     count,
     ...(ca !== undefined ? { ca } : {}),
@@ -101,7 +111,9 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
     ...(heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs } : {}),
     ...(flags.logLevel ? { logLevel: flags.logLevel } : {}),
     ...(flags.strict ? { strict: true } : {}),
-  });
+  };
+  const fleet: FleetHandle =
+    workers > 1 ? await runFleetInWorkers(options, workers) : await runFleet(options);
 
   const stopProgress = process.stderr.isTTY ? startProgressLine(fleet, process.stderr) : undefined;
   let signals = 0;
@@ -160,6 +172,7 @@ export function addFleetCommand(program: Command, onExit: (code: number) => void
       ]),
     )
     .option('--strict', 'count retried 429s and recovered transient failures as errors too')
+    .option('--workers <n>', 'split the chargers over N worker threads (default 1: the main thread)')
     .action(async (flags: FleetFlags) => {
       try {
         onExit(await fleetCommand(flags));

@@ -33,8 +33,13 @@ import {
   planFleet,
   tirelessVehicle,
 } from './fleet-mix.js';
-import { type FailureClass, FleetStats, type FleetStatsWindow } from './fleet-stats.js';
-import type { LatencySummary } from './latency-histogram.js';
+import {
+  type FailureClass,
+  FleetStats,
+  type FleetStatsWindow,
+  type FleetStatsWindowParts,
+} from './fleet-stats.js';
+import type { LatencySnapshot, LatencySummary } from './latency-histogram.js';
 import { createTickWheel } from './tick-wheel.js';
 
 export type FleetLogLevel = Level | 'silent';
@@ -90,6 +95,13 @@ export interface FleetOptions {
   tuning?: Partial<AgentTuning>;
   /** Simulated-HAL options for every charger (tests); win over the mix. */
   hal?: Partial<SimulatedHalOptions>;
+  /**
+   * Run only the chargers whose index ≡ `index` (mod `of`) of the fleet planned for `count`: one worker thread's
+   * share (`fleet-workers.ts`). Their plans, serials and start times are those of the whole fleet.
+   */
+  slice?: { index: number; of: number };
+  /** The whole fleet's start (ms since the epoch), so that the ramps of every slice line up; default now. */
+  startedAt?: number;
 }
 
 export interface FleetCharger {
@@ -127,6 +139,9 @@ export interface FleetLiveStats {
   telemetry: { produced: number; delivered: number };
   /** Summed over every outbox; only when asked for (it queries every charger's store). */
   outbox_backlog?: number;
+  /** This thread's V8 heap in use and active handles (summed over worker threads); only when asked for. */
+  heap_used_bytes?: number;
+  active_handles?: number;
   rss_bytes: number;
   per_charger_bytes: number;
 }
@@ -162,6 +177,8 @@ export interface FleetSummary {
     steady_latency_ms: LatencySummary;
     latency_by_kind_ms: Record<string, LatencySummary>;
   };
+  /** Worker threads that ran the chargers; 1: the calling thread alone. */
+  workers: number;
   /** What counts as an error: see fleet-stats.ts and docs/simulators.md. */
   errors: number;
   error_kinds: Record<string, number>;
@@ -206,13 +223,24 @@ export interface Fleet {
   readonly startedAt: number;
   readonly options: Readonly<FleetOptions>;
   chargers(): readonly FleetCharger[];
-  live(opts?: { backlog?: boolean }): FleetLiveStats;
+  live(opts?: { backlog?: boolean; resources?: boolean }): FleetLiveStats;
   /** Requests, latency, failures and errors since the previous call (or the start): soak samples, test phases. */
   takeWindow(): FleetStatsWindow;
+  /** `takeWindow` with its latency histogram (mergeable across worker threads). */
+  takeWindowParts(): FleetStatsWindowParts;
+  /** The run's latency histograms so far (mergeable across worker threads). */
+  histograms(): FleetHistograms;
   /** Stops every charger gracefully; the same summary however often it is called. */
   stop(): Promise<FleetSummary>;
   /** Settles with the summary once the fleet stopped (by `stop()` or at the end of `durationMs`). */
   readonly done: Promise<FleetSummary>;
+}
+
+export interface FleetHistograms {
+  latency: LatencySnapshot;
+  steady: LatencySnapshot;
+  byKind: Record<string, LatencySnapshot>;
+  command: LatencySnapshot;
 }
 
 interface ChargerState extends ChargerLinkState {
@@ -249,7 +277,7 @@ const share = (name: string, value: number | undefined, fallback: number): numbe
   return v;
 };
 
-function checkOptions(options: FleetOptions): void {
+export function checkOptions(options: FleetOptions): void {
   let url: URL;
   try {
     url = new URL(options.platformUrl);
@@ -276,6 +304,8 @@ function checkOptions(options: FleetOptions): void {
   }
   if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0))
     throw new FleetOptionsError('--seed must be a whole number ≥ 0');
+  share('--v2g-share', options.v2gShare, 0.2);
+  share('--outage-share', options.outageShare, 0.05);
 }
 
 interface LogCounts {
@@ -350,18 +380,20 @@ const zeroKinds = (): Record<OutboxKind, number> => ({
 export async function runFleet(options: FleetOptions): Promise<Fleet> {
   checkOptions(options);
   const seed = options.seed ?? randomSeed();
-  const count = options.count;
-  const rampMs = options.rampMs ?? count * DEFAULT_RAMP_MS_PER_CHARGER;
+  const rampMs = options.rampMs ?? options.count * DEFAULT_RAMP_MS_PER_CHARGER;
   const allCharging = options.allCharging ?? false;
+  const slice = options.slice;
   const plans = planFleet({
-    count,
+    count: options.count,
     seed,
     rampMs,
     v2gShare: share('--v2g-share', options.v2gShare, 0.2),
     outageShare: share('--outage-share', options.outageShare, 0.05),
     ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
     ...(options.outageWindow ? { outageWindow: options.outageWindow } : {}),
-  });
+  }).filter((plan) => !slice || plan.index % slice.of === slice.index);
+  /** The chargers this call runs: all of them, or its slice. */
+  const count = plans.length;
 
   const telemetryMs = options.telemetryIntervalMs ?? DEFAULT_TELEMETRY_INTERVALS.activeMs;
   const tuning: Partial<AgentTuning> = {
@@ -418,7 +450,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   const cpuStart = process.cpuUsage();
   const rssStart = process.memoryUsage().rss;
   let rssPeak = rssStart;
-  const startedAt = Date.now();
+  const startedAt = options.startedAt ?? Date.now();
   stats.steadyFromMs = startedAt + rampMs + STEADY_AFTER_RAMP_MS;
   let started = 0;
   let registered = 0;
@@ -536,7 +568,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     return n;
   };
 
-  function live(opts: { backlog?: boolean } = {}): FleetLiveStats {
+  function live(opts: { backlog?: boolean; resources?: boolean } = {}): FleetLiveStats {
     let produced = 0;
     let delivered = 0;
     let backlog = 0;
@@ -581,6 +613,12 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
       },
       telemetry: { produced, delivered },
       ...(opts.backlog ? { outbox_backlog: backlog } : {}),
+      ...(opts.resources
+        ? {
+            heap_used_bytes: process.memoryUsage().heapUsed,
+            active_handles: process.getActiveResourcesInfo().length,
+          }
+        : {}),
       rss_bytes: rss,
       per_charger_bytes: started === 0 ? 0 : Math.round((rss - rssStart) / started),
     };
@@ -678,6 +716,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
         latency_by_kind_ms: stats.latencyByKindSummary(),
       },
       errors: stats.errorCount,
+      workers: 1,
       error_kinds: Object.fromEntries(stats.errors),
       error_samples: Object.fromEntries([...stats.errorSamples].filter(([key]) => stats.errors.has(key))),
       retried: { rate_limited: stats.retriedRateLimited, transient_recovered: stats.recoveredTransient },
@@ -754,6 +793,13 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     chargers: () => states.map(view),
     live,
     takeWindow: () => stats.takeWindow(),
+    takeWindowParts: () => stats.takeWindowParts(),
+    histograms: () => ({
+      latency: stats.latency.snapshot(),
+      steady: stats.steadyLatency.snapshot(),
+      byKind: Object.fromEntries([...stats.latencyByKind].map(([k, h]) => [k, h.snapshot()])),
+      command: stats.commandLatency.snapshot(),
+    }),
     stop,
     done,
   };

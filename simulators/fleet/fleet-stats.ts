@@ -26,7 +26,7 @@
  * Besides the totals, a window (`takeWindow`) counts the same since the previous window: soak runs sample it
  * every interval, and tests read what happened during one phase of a run (a platform restart).
  */
-import { LatencyHistogram, type LatencySummary } from './latency-histogram.js';
+import { LatencyHistogram, type LatencySnapshot, type LatencySummary } from './latency-histogram.js';
 
 export const REQUEST_KINDS = [
   'register',
@@ -132,6 +132,47 @@ export interface FleetStatsWindow {
   failed_by_cause: Record<string, number>;
   /** Errors counted in the window (an unrecovered transient failure only becomes one at the stop). */
   errors: number;
+}
+
+/** A window before its latency is summarized: what worker threads send, so that windows can be merged. */
+export interface FleetStatsWindowParts {
+  from_ms: number;
+  until_ms: number;
+  requests: number;
+  latency: LatencySnapshot;
+  failures: Record<FailureClass, number>;
+  failed_by_cause: Record<string, number>;
+  errors: number;
+}
+
+/** One window from the parts of several (the fleet's worker threads over the same interval). Pure. */
+export function mergeWindowParts(parts: readonly FleetStatsWindowParts[]): FleetStatsWindowParts {
+  const latency = new LatencyHistogram();
+  const failures = zeroFailures();
+  const causes: Record<string, number> = {};
+  let requests = 0;
+  let errors = 0;
+  for (const p of parts) {
+    latency.merge(LatencyHistogram.from(p.latency));
+    for (const k of Object.keys(failures) as FailureClass[]) failures[k] += p.failures[k];
+    for (const [cause, n] of Object.entries(p.failed_by_cause)) causes[cause] = (causes[cause] ?? 0) + n;
+    requests += p.requests;
+    errors += p.errors;
+  }
+  return {
+    from_ms: Math.min(...parts.map((p) => p.from_ms)),
+    until_ms: Math.max(...parts.map((p) => p.until_ms)),
+    requests,
+    latency: latency.snapshot(),
+    failures,
+    failed_by_cause: causes,
+    errors,
+  };
+}
+
+export function summarizeWindow(parts: FleetStatsWindowParts): FleetStatsWindow {
+  const { latency, ...rest } = parts;
+  return { ...rest, latency_ms: LatencyHistogram.from(latency).summary() };
 }
 
 /** `http_<status>`, or the error's code, or its name. Pure. */
@@ -317,6 +358,11 @@ export class FleetStats {
 
   /** What happened since the previous call (or the start); the next window begins now. */
   takeWindow(): FleetStatsWindow {
+    return summarizeWindow(this.takeWindowParts());
+  }
+
+  /** `takeWindow` with the latency histogram itself (mergeable). */
+  takeWindowParts(): FleetStatsWindowParts {
     const w = this.window;
     const now = this.now();
     const errors = this.errorCount;
@@ -332,7 +378,7 @@ export class FleetStats {
       from_ms: w.from,
       until_ms: now,
       requests: w.requests,
-      latency_ms: w.latency.summary(),
+      latency: w.latency.snapshot(),
       failures: w.failures,
       failed_by_cause: Object.fromEntries(w.causes),
       errors: errors - w.errorsBefore,

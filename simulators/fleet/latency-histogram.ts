@@ -19,11 +19,32 @@ export interface LatencySummary {
   mean_ms: number;
 }
 
+/** A histogram as plain data, to cross a thread boundary (worker threads of the fleet). */
+export interface LatencySnapshot {
+  counts: Float64Array;
+  count: number;
+  sum: number;
+  max: number;
+}
+
 export class LatencyHistogram {
   private readonly counts = new Float64Array(BUCKETS);
   count = 0;
   sum = 0;
   max = 0;
+
+  static from(snapshot: LatencySnapshot): LatencyHistogram {
+    const h = new LatencyHistogram();
+    h.counts.set(snapshot.counts.subarray(0, BUCKETS));
+    h.count = snapshot.count;
+    h.sum = snapshot.sum;
+    h.max = snapshot.max;
+    return h;
+  }
+
+  snapshot(): LatencySnapshot {
+    return { counts: this.counts.slice(), count: this.count, sum: this.sum, max: this.max };
+  }
 
   record(ms: number): void {
     const value = Number.isFinite(ms) && ms > 0 ? ms : 0;

@@ -2,7 +2,8 @@
  * What a person watching `charger-sim fleet` sees: one live line on the terminal, refreshed every second, and
  * a summary at the end.
  */
-import type { Fleet, FleetLiveStats, FleetSummary } from './fleet-runner.js';
+import type { FleetLiveStats, FleetSummary } from './fleet-runner.js';
+import type { FleetHandle } from './fleet-workers.js';
 import type { LatencySummary } from './latency-histogram.js';
 
 const MIB = 1024 * 1024;
@@ -37,7 +38,7 @@ export function formatProgress(live: FleetLiveStats): string {
  * Redraws the live line on `stream` (a TTY) every second; the outbox backlog, which queries every store, every
  * fifth second. Returns the function that clears the line and stops.
  */
-export function startProgressLine(fleet: Fleet, stream: NodeJS.WriteStream): () => void {
+export function startProgressLine(fleet: Pick<FleetHandle, 'live'>, stream: NodeJS.WriteStream): () => void {
   let tick = 0;
   let backlog: number | undefined;
   const draw = () => {
@@ -62,7 +63,10 @@ export function formatSummary(s: FleetSummary): string {
   const lines: string[] = [];
   const kv = (key: string, value: string) => lines.push(`  ${key.padEnd(20)} ${value}`);
   lines.push(`charger-sim fleet: ${s.errors === 0 ? 'no errors' : `${s.errors} error(s)`}`);
-  kv('chargers', `${s.count} (seed ${s.seed}; ${s.store} stores)`);
+  kv(
+    'chargers',
+    `${s.count} (seed ${s.seed}; ${s.store} stores${s.workers > 1 ? `; ${s.workers} worker threads` : ''})`,
+  );
   kv(
     'mix',
     `${s.mix.connectors} connectors, ${s.mix.twin_connector_chargers} twin, ${s.mix.v2g_chargers} V2G, ` +

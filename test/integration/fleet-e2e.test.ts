@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { type Fleet, type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
 import { startTcpProxy, type TcpProxy, tempDir, waitFor } from '../helpers/agent.js';
 import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { expectCleanStop } from '../helpers/fleet.js';
 import { createTenant, operatorToken, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -260,13 +261,7 @@ describe('a fleet of simulated chargers against a real platform', () => {
     expect(drained.online).toBe(COUNT);
 
     summary = await fleet!.stop();
-    expect(
-      summary.errors,
-      JSON.stringify({ kinds: summary.error_kinds, samples: summary.error_samples }),
-    ).toBe(0);
-    expect(summary.registered).toBe(COUNT);
-    expect(summary.outbox.backlog_items).toBe(0);
-    expect(summary.outbox.refused).toEqual({ telemetry: 0, event: 0, charging_record: 0, command_status: 0 });
+    expectCleanStop(summary, COUNT);
     // Both kinds of outage were exercised: the fleet's own (requests failed on purpose) and the platform's
     // (refused connections the agents retried and recovered from; telemetry waited in outboxes).
     expect(summary.failures.outage).toBeGreaterThan(0);
@@ -354,4 +349,64 @@ describe('a fleet of simulated chargers against a real platform', () => {
     );
     expect(registered.items.filter((d) => d.sn?.startsWith('SIM-77-')).length).toBe(20);
   }, 60_000);
+
+  it('runs in worker threads: --workers 2 splits the same fleet, and the summary adds up', async () => {
+    const res = await runCli(
+      [
+        'fleet',
+        '--platform-url',
+        tp.url,
+        '--ca',
+        join(platformDir.dir, 'tls', 'cert.pem'),
+        '--count',
+        '21',
+        '--duration',
+        '8',
+        '--seed',
+        '78',
+        '--ramp',
+        '1',
+        '--telemetry-interval',
+        '1',
+        '--heartbeat-interval',
+        '2',
+        '--workers',
+        '2',
+        '--json',
+      ],
+      { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 },
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const out = JSON.parse(res.stdout) as FleetSummary;
+    expect(out).toMatchObject({ count: 21, started: 21, registered: 21, errors: 0, workers: 2, seed: 78 });
+    expect(out.outbox.backlog_items).toBe(0);
+    expect(out.telemetry.produced).toBeGreaterThan(21);
+    expect(out.telemetry.delivered).toBe(out.telemetry.produced);
+    // The merged figures are the workers' sums: every request is in one kind, every successful one but the
+    // long polls (none ends within 8 s: they wait 25 s) in the latency histogram; every charger opened its poll.
+    const kinds = Object.values(out.requests.by_kind);
+    expect(kinds.reduce((n, k) => n + k.requests, 0)).toBe(out.requests.total);
+    const { poll, ...timed } = out.requests.by_kind;
+    expect(out.requests.latency_ms.count).toBe(Object.values(timed).reduce((n, k) => n + k.ok, 0));
+    expect(out.requests.latency_ms.count).toBeGreaterThan(21 * 8);
+    expect(out.connections.opened_for_polls).toBeGreaterThanOrEqual(21);
+    // Each charger ran once, in one worker: 21 distinct serials registered, no more.
+    const registered = await tp.store.listDevices(
+      [tenant.operatorId],
+      { site_id: tenant.siteId, page: 1, size: 100 },
+      Date.now() - 90_000,
+    );
+    const serials = registered.items.flatMap((d) => (d.sn?.startsWith('SIM-78-') ? [d.sn] : []));
+    expect(new Set(serials).size).toBe(21);
+    expect(serials.length).toBe(21);
+  }, 60_000);
+
+  it('--workers refuses what is not a whole number ≥ 1 (exit 2)', async () => {
+    const res = await runCli(['fleet', '--platform-url', tp.url, '--count', '2', '--workers', '0'], {
+      script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'),
+      timeoutMs: 20_000,
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('--workers must be a whole number ≥ 1');
+  }, 30_000);
 });

@@ -3,8 +3,11 @@ import {
   type ChargerTally,
   FleetStats,
   failureCauseOf,
+  mergeWindowParts,
   SimulatedOutageError,
+  summarizeWindow,
 } from '../../../simulators/fleet/fleet-stats.js';
+import { LatencyHistogram } from '../../../simulators/fleet/latency-histogram.js';
 
 describe('fleet: stats windows', () => {
   it('counts each window on its own: requests, latency, failures by class and cause, new errors', () => {
@@ -70,5 +73,43 @@ describe('fleet: stats windows', () => {
     expect(failureCauseOf({ error: new SimulatedOutageError() })).toBe('ECONNREFUSED');
     expect(failureCauseOf({ error: new Error('no complete answer within 5000 ms') })).toBe('Error');
     expect(failureCauseOf({ error: undefined })).toBe('unknown');
+  });
+});
+
+describe('fleet: merging what worker threads measured', () => {
+  it('a histogram survives its snapshot (a structured clone) unchanged', () => {
+    const h = new LatencyHistogram();
+    for (let i = 1; i <= 1000; i++) h.record(i / 10);
+    const copy = LatencyHistogram.from(structuredClone(h.snapshot()));
+    expect(copy.summary()).toEqual(h.summary());
+    copy.record(5_000);
+    expect(h.max).toBe(100); // the snapshot is a copy, not a view
+  });
+
+  it('merges windows of the same interval: sums, and percentiles of all samples together', () => {
+    let now = 0;
+    const fast = new FleetStats({ now: () => now });
+    const slow = new FleetStats({ now: () => now + 3 });
+    const tally: ChargerTally = {};
+    // 99 fast answers in one worker, one slow answer and two failures in the other.
+    for (let i = 0; i < 99; i++) fast.requestSucceeded(tally, 'telemetry', 0, 2);
+    slow.requestSucceeded(tally, 'telemetry', 0, 900);
+    slow.requestFailed(tally, 'telemetry', { status: 503 }, false);
+    fast.requestFailed(tally, 'heartbeat', { status: 503 }, false);
+    slow.requestFailed(tally, 'events', { status: 400 }, false);
+    now = 60_000;
+    const merged = summarizeWindow(mergeWindowParts([fast.takeWindowParts(), slow.takeWindowParts()]));
+    expect(merged).toMatchObject({
+      from_ms: 0,
+      until_ms: 60_003,
+      requests: 103,
+      failures: { transient: 2, refused: 1, rate_limited: 0, outage: 0, aborted: 0 },
+      failed_by_cause: { http_503: 2, http_400: 1 },
+      errors: 1,
+    });
+    expect(merged.latency_ms.count).toBe(100);
+    expect(merged.latency_ms.p50_ms).toBeLessThanOrEqual(2.05);
+    expect(merged.latency_ms.p99_ms).toBeLessThanOrEqual(2.05); // 99 of 100 are fast
+    expect(merged.latency_ms.max_ms).toBe(900);
   });
 });
