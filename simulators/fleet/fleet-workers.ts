@@ -11,6 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { randomSeed } from '../seeded-random.js';
 import {
   checkOptions,
+  defaultConnections,
   type FleetHistograms,
   type FleetLiveStats,
   type FleetOptions,
@@ -243,8 +244,11 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
   let rssPeak = rssStart;
   const cpuStart = process.cpuUsage();
   const startedAt = Date.now();
-  const perWorkerConnections =
-    options.connections !== undefined ? Math.max(1, Math.round(options.connections / workers)) : undefined;
+  // The pool's size is the whole fleet's, shared out: a worker's share of the fleet needs its share of it.
+  const perWorkerConnections = Math.max(
+    1,
+    Math.ceil((options.connections ?? defaultConnections(options.count)) / workers),
+  );
 
   interface Slot {
     worker: Worker;
@@ -265,7 +269,7 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
         seed,
         slice: { index, of: workers },
         startedAt,
-        ...(perWorkerConnections !== undefined ? { connections: perWorkerConnections } : {}),
+        connections: perWorkerConnections,
       } satisfies FleetOptions,
     });
     const slot: Slot = {
