@@ -18,10 +18,17 @@ export interface BackoffOptions {
 export const DEFAULT_BACKOFF = { baseMs: 1_000, capMs: 5 * 60_000 } as const;
 
 /**
+ * The longest server wait honoured, seconds. The platform's own rate windows are at most 60 s; a larger value
+ * comes from something in between (a proxy, a gateway) or is garbage, and obeying it blindly (Retry-After:
+ * 999999999) would leave the charger deaf to its platform for years.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 3_600;
+
+/**
  * Delay before retry number `attempt` (0 for the first retry): uniform in [0, min(cap, base × 2^attempt)).
  * With `retryAfterSeconds`, the server's wait plus a jitter of up to one base step: at least what the server
  * asked, and spread so that the clients it told the same thing do not return in the same instant. The cap
- * does not shorten the server's wait.
+ * does not shorten the server's wait; `MAX_RETRY_AFTER_SECONDS` does.
  */
 export function nextDelayMs(attempt: number, options: BackoffOptions): number {
   const { baseMs, capMs, random } = options;
@@ -29,7 +36,9 @@ export function nextDelayMs(attempt: number, options: BackoffOptions): number {
   const ceiling = Math.min(capMs, baseMs * 2 ** exponent);
   const retryAfter = options.retryAfterSeconds;
   if (retryAfter !== undefined && Number.isFinite(retryAfter) && retryAfter > 0) {
-    return retryAfter * 1000 + Math.floor(random() * Math.min(baseMs, capMs));
+    return (
+      Math.min(retryAfter, MAX_RETRY_AFTER_SECONDS) * 1000 + Math.floor(random() * Math.min(baseMs, capMs))
+    );
   }
   return Math.floor(random() * ceiling);
 }

@@ -42,6 +42,15 @@ describe('nextDelayMs', () => {
     expect(nextDelayMs(2, { ...base, random: fixed(0.5), retryAfterSeconds: 120 })).toBe(120_500);
   });
 
+  it('honours a server wait of at most an hour: a bogus Retry-After cannot silence the charger for longer', () => {
+    expect(nextDelayMs(0, { ...base, random: fixed(0), retryAfterSeconds: 3_600 })).toBe(3_600_000);
+    expect(nextDelayMs(0, { ...base, random: fixed(0), retryAfterSeconds: 999_999_999 })).toBe(3_600_000);
+    // Not a number of seconds at all: ignored, the exponential backoff applies.
+    expect(nextDelayMs(3, { ...base, random: fixed(0.5), retryAfterSeconds: Number.POSITIVE_INFINITY })).toBe(
+      4_000,
+    );
+  });
+
   it('ignores a missing, zero or invalid retry_after', () => {
     expect(nextDelayMs(2, { ...base, random: fixed(0.5), retryAfterSeconds: 0 })).toBe(2_000);
     expect(nextDelayMs(2, { ...base, random: fixed(0.5), retryAfterSeconds: Number.NaN })).toBe(2_000);
