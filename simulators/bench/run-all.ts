@@ -11,17 +11,19 @@ import { measureStreamRate } from './stream-rate.js';
 /**
  * `npm run bench`: every benchmark in turn, each beside its baseline or goal, printed and written to
  * docs/benchmarks.md with the exact command and the machine. Never part of `npm test`.
- *   --fleet-count N (first N tried, default 2000)  --fleet-step N (default 1000)  --fleet-runs K (default 3)
- *   --fleet-minutes M (default 5)  --footprint-minutes M (default 10)
+ *   --fleet-count N (first N tried, default 4000)  --fleet-step N (default 1000)  --fleet-runs K (default 3)
+ *   --fleet-minutes M (default 5)  --fleet-workers W (default 2)  --footprint-minutes M (default 10)
  */
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 }
-const FLEET_COUNT = arg('fleet-count', 2000);
+const FLEET_COUNT = arg('fleet-count', 4000);
 const FLEET_STEP = arg('fleet-step', 1000);
 const FLEET_RUNS = arg('fleet-runs', 3);
 const FLEET_MINUTES = arg('fleet-minutes', 5);
+// Two worker threads: smaller heaps, collected apart (docs/simulators.md, "Worker threads").
+const FLEET_WORKERS = arg('fleet-workers', 2);
 const FOOTPRINT_MINUTES = arg('footprint-minutes', 10);
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}, Node ${process.version}`;
@@ -79,7 +81,7 @@ Operator \`POST .../stop\` → the agent's \`succeeded\` acknowledged: p50 **${c
 
 ${block(command)}`);
 
-const search = await searchFleet(FLEET_COUNT, FLEET_STEP, FLEET_MINUTES, FLEET_RUNS);
+const search = await searchFleet(FLEET_COUNT, FLEET_STEP, FLEET_MINUTES, FLEET_RUNS, FLEET_WORKERS);
 log('fleet', search);
 const trialRows = search.trials
   .map(
@@ -90,8 +92,8 @@ const trialRows = search.trials
 const largest = search.largest_sustained;
 sections.push(`## Fleet — goal: N ≥ 10,000 chargers for ${FLEET_MINUTES} minutes, zero errors, p99 < 100 ms
 
-Command: \`node dist/simulators/bench/fleet-bench.js search --count ${FLEET_COUNT} --step ${FLEET_STEP} --minutes ${FLEET_MINUTES} --runs ${FLEET_RUNS}\`
-(platform and simulator on this one machine; every connector charging: telemetry every 5 s, heartbeats every 30 s).
+Command: \`node dist/simulators/bench/fleet-bench.js search --count ${FLEET_COUNT} --step ${FLEET_STEP} --minutes ${FLEET_MINUTES} --runs ${FLEET_RUNS} --workers ${FLEET_WORKERS}\`
+(platform and simulator on this one machine, the fleet in ${FLEET_WORKERS} worker thread(s); every connector charging: telemetry every 5 s, heartbeats every 30 s).
 
 Largest N sustained: **${largest}**${search.first_missed ? ` (${search.first_missed} missed)` : ''} — ${largest >= 10_000 ? 'goal met' : 'goal missed'}.
 
