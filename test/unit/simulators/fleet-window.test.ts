@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { FleetLiveStats } from '../../../simulators/fleet/fleet-runner.js';
 import {
   type ChargerTally,
   FleetStats,
@@ -7,6 +8,7 @@ import {
   SimulatedOutageError,
   summarizeWindow,
 } from '../../../simulators/fleet/fleet-stats.js';
+import { mergeLive } from '../../../simulators/fleet/fleet-workers.js';
 import { LatencyHistogram } from '../../../simulators/fleet/latency-histogram.js';
 
 describe('fleet: stats windows', () => {
@@ -111,5 +113,86 @@ describe('fleet: merging what worker threads measured', () => {
     expect(merged.latency_ms.p50_ms).toBeLessThanOrEqual(2.05);
     expect(merged.latency_ms.p99_ms).toBeLessThanOrEqual(2.05); // 99 of 100 are fast
     expect(merged.latency_ms.max_ms).toBe(900);
+  });
+});
+
+describe('fleet: live stats of worker threads', () => {
+  const live = (over: Partial<FleetLiveStats>): FleetLiveStats => ({
+    elapsed_s: 0,
+    count: 0,
+    started: 10,
+    registered: 10,
+    online: 9,
+    out: 1,
+    requests: 100,
+    requests_per_s: 20,
+    errors: 0,
+    retried: 1,
+    outage_failures: 2,
+    latency_ms: { p50: 0, p99: 0 },
+    event_loop_delay_ms: { p99: 12, max: 40 },
+    command_latency_ms: { count: 0, p50: 0, p99: 0 },
+    telemetry: { produced: 50, delivered: 48 },
+    rss_bytes: 0,
+    per_charger_bytes: 0,
+    ...over,
+  });
+  const histogram = (...values: number[]) => {
+    const h = new LatencyHistogram();
+    for (const v of values) h.record(v);
+    return h.snapshot();
+  };
+
+  it('adds up counts, takes the worst loop delay, the percentiles of all samples and the process RSS', () => {
+    const merged = mergeLive(
+      [
+        {
+          live: live({ errors: 2, outbox_backlog: 5, active_handles: 100 }),
+          latency: histogram(...Array<number>(99).fill(1)),
+          command: histogram(50),
+        },
+        {
+          live: live({ event_loop_delay_ms: { p99: 30, max: 35 }, outbox_backlog: 0, active_handles: 90 }),
+          latency: histogram(500),
+          command: histogram(70),
+        },
+      ],
+      { count: 20, elapsedS: 12.34, rss: 300 * 2 ** 20, rssStart: 100 * 2 ** 20 },
+    );
+    expect(merged).toMatchObject({
+      elapsed_s: 12.3,
+      count: 20,
+      started: 20,
+      registered: 20,
+      online: 18,
+      out: 2,
+      requests: 200,
+      requests_per_s: 40,
+      errors: 2,
+      retried: 2,
+      outage_failures: 4,
+      event_loop_delay_ms: { p99: 30, max: 40 },
+      telemetry: { produced: 100, delivered: 96 },
+      outbox_backlog: 5,
+      active_handles: 190,
+      rss_bytes: 300 * 2 ** 20,
+      per_charger_bytes: Math.round((200 * 2 ** 20) / 20),
+    });
+    expect(merged.latency_ms.p99).toBeLessThanOrEqual(1.1); // 99 of 100 samples are 1 ms
+    expect(merged.command_latency_ms).toMatchObject({ count: 2 });
+    expect(merged.command_latency_ms.p99).toBeGreaterThanOrEqual(70);
+  });
+
+  it('leaves out the backlog and handles unless every worker reported them', () => {
+    const h = histogram(1);
+    const merged = mergeLive(
+      [
+        { live: live({ outbox_backlog: 5, active_handles: 7 }), latency: h, command: h },
+        { live: live({}), latency: h, command: h },
+      ],
+      { count: 20, elapsedS: 1, rss: 0, rssStart: 0 },
+    );
+    expect(merged.outbox_backlog).toBeUndefined();
+    expect(merged.active_handles).toBeUndefined();
   });
 });
