@@ -254,13 +254,15 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
     worker: Worker;
     latest?: { live: FleetLiveStats; latency: LatencySnapshot; command: LatencySnapshot };
     windows: Map<number, { resolve: (parts: FleetStatsWindowParts) => void; reject: (e: Error) => void }>;
-    summary?: Promise<{ summary: FleetSummary; histograms: FleetHistograms }>;
     exited: Promise<number>;
+    gone?: boolean;
     failure?: string;
     /** The backlog, heap and handles of its last report that had them. */
     lastResources?: Pick<FleetLiveStats, 'outbox_backlog' | 'heap_used_bytes' | 'active_handles'>;
   }
   const slots: Slot[] = [];
+  let started = false;
+  let stopping: Promise<FleetSummary> | undefined;
   for (let index = 0; index < workers; index++) {
     const worker = new Worker(WORKER_URL, {
       // The main thread alone times the run (`durationMs`), so that every worker stops on the same word.
@@ -280,11 +282,17 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
     worker.on('error', (error) => {
       slot.failure ??= error.message;
     });
-    // A worker gone (crashed, or stopped) answers no more windows.
+    // A worker gone answers no more windows; one gone before the stop (a crash) stops the fleet, whose summary
+    // counts it as an error (`worker_failed`).
     void slot.exited.then(() => {
+      slot.gone = true;
       for (const pending of slot.windows.values())
         pending.reject(new Error(slot.failure ?? 'a fleet worker exited'));
       slot.windows.clear();
+      if (!stopping && started) {
+        slot.failure ??= 'a fleet worker exited';
+        void stop();
+      }
     });
     slots.push(slot);
   }
@@ -329,6 +337,7 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
     await Promise.all(slots.map((s) => s.worker.terminate()));
     throw error;
   });
+  started = true;
 
   const everySecond = setInterval(() => {
     const rss = process.memoryUsage().rss;
@@ -363,7 +372,17 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
   const done = new Promise<FleetSummary>((resolve) => {
     resolveDone = resolve;
   });
-  let stopping: Promise<FleetSummary> | undefined;
+
+  /** The worker's summary once it stopped its chargers; undefined if it is gone. */
+  const summaryOf = (slot: Slot) =>
+    new Promise<{ summary: FleetSummary; histograms: FleetHistograms } | undefined>((resolve) => {
+      if (slot.gone) return resolve(undefined);
+      slot.worker.on('message', (message: FleetToMain) => {
+        if (message.type === 'summary') resolve({ summary: message.summary, histograms: message.histograms });
+      });
+      void slot.exited.then(() => resolve(undefined));
+      slot.worker.postMessage({ type: 'stop' } satisfies MainToFleet);
+    });
 
   async function shutDown(): Promise<FleetSummary> {
     if (durationTimer) clearTimeout(durationTimer);
@@ -372,21 +391,10 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
     const durationS = (Date.now() - startedAt) / 1000;
     const rssAtStop = process.memoryUsage().rss;
     if (rssAtStop > rssPeak) rssPeak = rssAtStop;
-    const parts = await Promise.all(
-      slots.map((slot) => {
-        slot.summary = new Promise((resolve, reject) => {
-          slot.worker.on('message', (message: FleetToMain) => {
-            if (message.type === 'summary')
-              resolve({ summary: message.summary, histograms: message.histograms });
-          });
-          void slot.exited.then(() => reject(new Error(slot.failure ?? 'a fleet worker exited early')));
-        });
-        slot.worker.postMessage({ type: 'stop' } satisfies MainToFleet);
-        return slot.summary;
-      }),
-    );
+    const results = await Promise.all(slots.map(summaryOf));
     await Promise.all(slots.map((s) => s.exited));
-    return mergeSummaries(parts, {
+    const parts = results.flatMap((r) => (r ? [r] : []));
+    const summary = mergeSummaries(parts, {
       seed,
       count: options.count,
       workers,
@@ -396,6 +404,13 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
       rssAtStop,
       cpu,
     });
+    const failed = slots.filter((_, i) => !results[i]);
+    if (failed.length > 0) {
+      summary.errors += failed.length;
+      summary.error_kinds.worker_failed = failed.length;
+      summary.error_samples.worker_failed = failed[0]!.failure ?? 'a fleet worker exited before its summary';
+    }
+    return summary;
   }
 
   function stop(): Promise<FleetSummary> {
