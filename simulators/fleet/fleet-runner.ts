@@ -349,6 +349,26 @@ function createFleetLogger(
   );
 }
 
+/**
+ * `stop()` runs `shutDown` once however often it is called, and returns its summary; `done` settles with it.
+ * `stopped()` tells whether the stop has begun.
+ */
+export function stopOnce(shutDown: () => Promise<FleetSummary>) {
+  let resolveDone: (summary: FleetSummary) => void = () => {};
+  const done = new Promise<FleetSummary>((resolve) => {
+    resolveDone = resolve;
+  });
+  let stopping: Promise<FleetSummary> | undefined;
+  const stop = (): Promise<FleetSummary> => {
+    stopping ??= shutDown().then((summary) => {
+      resolveDone(summary);
+      return summary;
+    });
+    return stopping;
+  };
+  return { stop, done, stopped: () => stopping !== undefined };
+}
+
 /** Runs `fn` over `items` with at most `limit` at a time. */
 async function eachLimited<T>(
   items: readonly T[],
@@ -625,12 +645,6 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     };
   }
 
-  let resolveDone: (summary: FleetSummary) => void = () => {};
-  const done = new Promise<FleetSummary>((resolve) => {
-    resolveDone = resolve;
-  });
-  let stopping: Promise<FleetSummary> | undefined;
-
   async function shutDown(): Promise<FleetSummary> {
     stopRequested = true;
     stats.steadyUntilMs = Date.now();
@@ -762,14 +776,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     return summary;
   }
 
-  function stop(): Promise<FleetSummary> {
-    stopping ??= shutDown().then((summary) => {
-      resolveDone(summary);
-      return summary;
-    });
-    return stopping;
-  }
-
+  const { stop, done } = stopOnce(shutDown);
   let durationTimer: NodeJS.Timeout | undefined;
   if (options.durationMs !== undefined) durationTimer = setTimeout(() => void stop(), options.durationMs);
   launchDue();

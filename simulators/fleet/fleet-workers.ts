@@ -16,6 +16,7 @@ import {
   type FleetLiveStats,
   type FleetOptions,
   type FleetSummary,
+  stopOnce,
 } from './fleet-runner.js';
 import {
   type FleetStatsWindow,
@@ -262,7 +263,7 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
   }
   const slots: Slot[] = [];
   let started = false;
-  let stopping: Promise<FleetSummary> | undefined;
+  const { stop, done, stopped } = stopOnce(shutDown);
   for (let index = 0; index < workers; index++) {
     const worker = new Worker(WORKER_URL, {
       // The main thread alone times the run (`durationMs`), so that every worker stops on the same word.
@@ -289,7 +290,7 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
       for (const pending of slot.windows.values())
         pending.reject(new Error(slot.failure ?? 'a fleet worker exited'));
       slot.windows.clear();
-      if (!stopping && started) {
+      if (!stopped() && started) {
         slot.failure ??= 'a fleet worker exited';
         void stop();
       }
@@ -368,11 +369,6 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
     return summarizeWindow(mergeWindowParts(parts));
   };
 
-  let resolveDone: (summary: FleetSummary) => void = () => {};
-  const done = new Promise<FleetSummary>((resolve) => {
-    resolveDone = resolve;
-  });
-
   /** The worker's summary once it stopped its chargers; undefined if it is gone. */
   const summaryOf = (slot: Slot) =>
     new Promise<{ summary: FleetSummary; histograms: FleetHistograms } | undefined>((resolve) => {
@@ -411,14 +407,6 @@ export async function runFleetInWorkers(options: WorkerFleetOptions, workers: nu
       summary.error_samples.worker_failed = failed[0]!.failure ?? 'a fleet worker exited before its summary';
     }
     return summary;
-  }
-
-  function stop(): Promise<FleetSummary> {
-    stopping ??= shutDown().then((summary) => {
-      resolveDone(summary);
-      return summary;
-    });
-    return stopping;
   }
 
   let durationTimer: NodeJS.Timeout | undefined;
