@@ -230,6 +230,8 @@ export interface Fleet {
   takeWindowParts(): FleetStatsWindowParts;
   /** The run's latency histograms so far (mergeable across worker threads). */
   histograms(): FleetHistograms;
+  /** Only the two the live stats need (a worker sends them every second). */
+  liveHistograms(): Pick<FleetHistograms, 'latency' | 'command'>;
   /** Stops every charger gracefully; the same summary however often it is called. */
   stop(): Promise<FleetSummary>;
   /** Settles with the summary once the fleet stopped (by `stop()` or at the end of `durationMs`). */
@@ -802,6 +804,10 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     live,
     takeWindow: () => stats.takeWindow(),
     takeWindowParts: () => stats.takeWindowParts(),
+    liveHistograms: () => ({
+      latency: stats.latency.snapshot(),
+      command: stats.commandLatency.snapshot(),
+    }),
     histograms: () => ({
       latency: stats.latency.snapshot(),
       steady: stats.steadyLatency.snapshot(),

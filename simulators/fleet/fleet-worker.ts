@@ -28,7 +28,7 @@ try {
 let tick = 0;
 const pushLive = () => {
   tick += 1;
-  const h = fleet.histograms();
+  const h = fleet.liveHistograms();
   const every5 = tick % 5 === 1;
   post({
     type: 'live',
