@@ -113,6 +113,34 @@ afterAll(async () => {
   platformDir?.remove();
 });
 
+/** The built `charger-sim fleet`: `count` chargers for 8 s, fast cadences, JSON summary. */
+function runFleetCli(count: number, seed: number, extra: string[] = []) {
+  return runCli(
+    [
+      'fleet',
+      '--platform-url',
+      tp.url,
+      '--ca',
+      join(platformDir.dir, 'tls', 'cert.pem'),
+      '--count',
+      String(count),
+      '--duration',
+      '8',
+      '--seed',
+      String(seed),
+      '--ramp',
+      '1',
+      '--telemetry-interval',
+      '1',
+      '--heartbeat-interval',
+      '2',
+      ...extra,
+      '--json',
+    ],
+    { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 },
+  );
+}
+
 describe('a fleet of simulated chargers against a real platform', () => {
   it('registers every charger, and every charger reports: visible to the operator and on the stream', async () => {
     const registered = await waitFor(
@@ -312,29 +340,7 @@ describe('a fleet of simulated chargers against a real platform', () => {
   }, 90_000);
 
   it('runs as the built command: charger-sim fleet ... --json, exit 0 without errors', async () => {
-    const res = await runCli(
-      [
-        'fleet',
-        '--platform-url',
-        tp.url,
-        '--ca',
-        join(platformDir.dir, 'tls', 'cert.pem'),
-        '--count',
-        '20',
-        '--duration',
-        '8',
-        '--seed',
-        '77',
-        '--ramp',
-        '1',
-        '--telemetry-interval',
-        '1',
-        '--heartbeat-interval',
-        '2',
-        '--json',
-      ],
-      { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 },
-    );
+    const res = await runFleetCli(20, 77);
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout) as FleetSummary;
     expect(out).toMatchObject({ count: 20, registered: 20, errors: 0, seed: 77, store: 'memory' });
@@ -351,31 +357,7 @@ describe('a fleet of simulated chargers against a real platform', () => {
   }, 60_000);
 
   it('runs in worker threads: --workers 2 splits the same fleet, and the summary adds up', async () => {
-    const res = await runCli(
-      [
-        'fleet',
-        '--platform-url',
-        tp.url,
-        '--ca',
-        join(platformDir.dir, 'tls', 'cert.pem'),
-        '--count',
-        '21',
-        '--duration',
-        '8',
-        '--seed',
-        '78',
-        '--ramp',
-        '1',
-        '--telemetry-interval',
-        '1',
-        '--heartbeat-interval',
-        '2',
-        '--workers',
-        '2',
-        '--json',
-      ],
-      { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 },
-    );
+    const res = await runFleetCli(21, 78, ['--workers', '2']);
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout) as FleetSummary;
     expect(out).toMatchObject({ count: 21, started: 21, registered: 21, errors: 0, workers: 2, seed: 78 });
