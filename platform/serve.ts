@@ -50,7 +50,11 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
   // A read-only or unwritable data directory fails here, naming it, before anything is opened.
   ensureWritableDataDir(opts.dataDir);
   const keys = loadOrCreatePlatformKeys(opts.dataDir);
-  const store = createSqliteStore(opts.dataDir, keys);
+  const store = createSqliteStore(opts.dataDir, keys, Date.now, {
+    backgroundCheckpoints: true,
+    onCheckpointerFailure: (message) =>
+      process.stderr.write(`warning: WAL checkpoints fall back to SQLite's own: ${message}\n`),
+  });
   try {
     // Sandbox and production are separate deployments: one data directory never serves both.
     const recorded = await store.getSetting(ENV_SETTING);

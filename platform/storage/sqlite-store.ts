@@ -13,6 +13,7 @@ import type {
 import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type { DeviceEntry } from '../principal-directory.js';
+import { startCheckpointer } from './checkpointer.js';
 import { migrate } from './migrations.js';
 import { asDataDirError } from './storage-faults.js';
 import type {
@@ -49,6 +50,9 @@ export function openDatabase(dataDir: string): Database.Database {
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
+    // Each write of a group commit runs in its own savepoint, whose statement journal would otherwise be a
+    // temporary file created, written and deleted for every commit.
+    db.pragma('temp_store = MEMORY');
     migrate(db);
     // SQLite quietly opens a file it may not write read-only, and every write would fail later: find out now
     // with a write that changes nothing (SQLITE_READONLY there; it writes no page, so a full disk does not
@@ -210,9 +214,39 @@ function placeholders(n: number): string {
   return new Array(n).fill('?').join(',');
 }
 
-export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () => number = Date.now): Store {
+export interface SqliteStoreOptions {
+  /**
+   * Checkpoint the WAL from a worker thread instead of inside commits (`checkpointer.ts`): for the server.
+   * Short-lived processes (the admin CLI) leave it to SQLite.
+   */
+  backgroundCheckpoints?: boolean;
+  /** Told if the checkpoint worker fails (checkpoints then happen in commits again). */
+  onCheckpointerFailure?: (message: string) => void;
+  /** Group commits at most this often under load, ms (`write-batcher.ts`); default `COMMIT_INTERVAL_MS`. */
+  commitIntervalMs?: number;
+}
+
+/**
+ * At most one group commit per 2 ms under load: at fleet rates (a few requests per ms) most commits would
+ * otherwise carry a single row, each writing its own WAL frames; idle, a write still commits at once.
+ */
+export const COMMIT_INTERVAL_MS = 2;
+
+export function createSqliteStore(
+  dataDir: string,
+  keys: PlatformKeys,
+  now: () => number = Date.now,
+  options: SqliteStoreOptions = {},
+): Store {
   const db = openDatabase(dataDir);
-  const batcher = createWriteBatcher(db);
+  const batcher = createWriteBatcher(db, {
+    minCommitIntervalMs: options.commitIntervalMs ?? COMMIT_INTERVAL_MS,
+  });
+  const checkpointer = options.backgroundCheckpoints
+    ? startCheckpointer(db, join(dataDir, DATABASE_FILE), {
+        ...(options.onCheckpointerFailure ? { onFailure: options.onCheckpointerFailure } : {}),
+      })
+    : undefined;
   // Statements whose SQL depends on how many ids are bound are prepared once per distinct text.
   const dynamic = new Map<string, Database.Statement>();
   const prepared = (sql: string): Database.Statement => {
@@ -385,8 +419,21 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     ),
   };
 
+  /**
+   * Devices that may have commands waiting (queued or delivered). Every heartbeat and long poll asks for its
+   * charger's commands; for every other charger — most of a fleet, most of the time — the answer is "none"
+   * without a query. Commands are created only through `insertCommandsNow`, in this process.
+   */
+  const mayHavePending = new Set<string>(
+    db
+      .prepare(`SELECT DISTINCT device_id FROM commands WHERE status IN ('queued', 'delivered')`)
+      .pluck()
+      .all() as string[],
+  );
+
   const insertCommandsNow = (commands: readonly NewCommand[], nowMs: number): CommandRow[] =>
     commands.map((c) => {
+      mayHavePending.add(c.device_id);
       const command_id = newId('cmd');
       stmt.insertCommand.run(
         command_id,
@@ -744,7 +791,9 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
       return db.transaction(() => insertCommandsNow(commands, nowMs))();
     },
     async takePendingCommands(deviceId, nowMs, onDelivered) {
+      if (!mayHavePending.has(deviceId)) return [];
       const rows = (stmt.pendingCommands.all(deviceId, nowMs) as RawCommand[]).map(toCommand);
+      if (rows.length === 0) mayHavePending.delete(deviceId);
       const delivered: CommandRow[] = [];
       if (rows.some((r) => r.status === 'queued')) {
         db.transaction(() => {
@@ -1075,6 +1124,7 @@ export function createSqliteStore(dataDir: string, keys: PlatformKeys, now: () =
     },
     async close() {
       batcher.drain();
+      await checkpointer?.close();
       db.close();
     },
   };

@@ -6,18 +6,44 @@ interface PendingWrite {
   reject: (err: unknown) => void;
 }
 
+export interface WriteBatcherOptions {
+  /**
+   * Commits at most once per this many ms: a write arriving sooner after the previous commit waits for the
+   * rest of the interval and shares the next one. 0: every turn of the event loop that has writes commits.
+   */
+  minCommitIntervalMs?: number;
+  now?: () => number;
+}
+
 /**
- * Group commit: writes queued in the same turn of the event loop share one SQLite transaction, and each
- * caller's promise settles only after that transaction committed. Hot paths (telemetry, heartbeat) stay
- * durable-before-acknowledged without paying one fsync per request. Each write runs in its own savepoint, so
- * one failing write does not undo the others.
+ * Group commit: writes queued together share one SQLite transaction, and each caller's promise settles only
+ * after that transaction committed. Hot paths (telemetry, heartbeat) stay durable-before-acknowledged without
+ * paying a commit per request. Each write runs in its own savepoint, so one failing write does not undo the
+ * others.
+ *
+ * When writes are rare, each commits in the turn it was made, at no added latency. When they come faster than
+ * one per `minCommitIntervalMs`, they are gathered for the rest of that interval: a commit costs about as much
+ * for one row as for twenty (the WAL frames of the pages it touched, the locks), so a busy platform does fewer,
+ * larger commits, and each write waits at most one interval.
  */
-export function createWriteBatcher(db: Database.Database) {
+export function createWriteBatcher(db: Database.Database, options: WriteBatcherOptions = {}) {
+  const minInterval = options.minCommitIntervalMs ?? 0;
+  const now = options.now ?? (() => performance.now());
   let queue: PendingWrite[] = [];
   let scheduled = false;
+  let lastCommitAt = Number.NEGATIVE_INFINITY;
+
+  const schedule = () => {
+    scheduled = true;
+    const wait = lastCommitAt + minInterval - now();
+    if (wait >= 1) setTimeout(flush, wait);
+    else setImmediate(flush);
+  };
 
   const flush = () => {
     scheduled = false;
+    if (queue.length === 0) return;
+    lastCommitAt = now();
     const batch = queue;
     queue = [];
     const results: unknown[] = new Array(batch.length);
@@ -50,10 +76,7 @@ export function createWriteBatcher(db: Database.Database) {
     write<T>(run: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(flush);
-        }
+        if (!scheduled) schedule();
       });
     },
     /** Flush now (shutdown). */

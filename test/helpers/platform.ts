@@ -104,7 +104,8 @@ export async function startTestPlatform(
   const logs: string[] = [];
   let offset = 0;
   const now = () => Date.now() + offset;
-  const store = createSqliteStore(dataDir, keys, now);
+  // As `serve` runs it: WAL checkpoints in their worker thread.
+  const store = createSqliteStore(dataDir, keys, now, { backgroundCheckpoints: true });
   const platform = await buildPlatform({
     env: 'production',
     registration: opts.registration ?? 'open',

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createTenant,
@@ -747,5 +750,49 @@ describe('flexibility controls', () => {
       3001,
     );
     expect((await control(t, controlId)).status).toBe('executing');
+  });
+});
+
+describe('commands across a platform restart', () => {
+  it('a command queued (or delivered and unreported) before the restart is delivered after it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cp-restart-'));
+    try {
+      const first = await startTestPlatform({ dataDir });
+      const t = await createTenant(first, 'restart');
+      const [a, b] = [
+        await registerDevice(first, sn(), t.siteId),
+        await registerDevice(first, sn(), t.siteId),
+      ];
+      const stopOn = async (p: TestPlatform, d: RegisteredDevice) => {
+        const res = await p.http.post(`/v1/operator/devices/${d.deviceId}/connectors/1/stop`, {
+          token: t.token,
+          json: { reason: 'user_request' },
+        });
+        expect(res.status).toBe(200);
+        return res.body.data.command_id as string;
+      };
+      const beat = async (p: TestPlatform, d: RegisteredDevice) => {
+        const res = await p.http.post('/v1/device/heartbeat', {
+          token: d.token,
+          json: { timestamp: new Date(p.now()).toISOString(), status: 'online', fault_code: 0 },
+        });
+        expect(res.status).toBe(200);
+        return (res.body.data.commands as Pending[]).map((c) => c.command_id);
+      };
+      const queued = await stopOn(first, a);
+      const delivered = await stopOn(first, b);
+      expect(await beat(first, b)).toEqual([delivered]);
+      await first.stop();
+
+      const second = await startTestPlatform({ dataDir });
+      try {
+        expect(await beat(second, a)).toEqual([queued]);
+        expect(await beat(second, b)).toEqual([delivered]);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
