@@ -1,9 +1,17 @@
 import { ONLINE_WINDOW_SECONDS } from '../shared/index.js';
 import type { DeviceRow, Store } from './storage/store.js';
 
+/** A last-seen time is written again once it is this much newer than what the database holds. */
+export const PERSIST_STALENESS_MS = 15_000;
+/** Rows per write: a fleet's worth of updates in one write would hold the event loop for tens of ms. */
+export const PERSIST_CHUNK = 250;
+
 /**
  * Who is online (DESIGN.md §7), kept in memory so that the hot path never writes a row just to say "seen".
- * Last-seen times reach the database in one batched write every few seconds, so liveness survives a restart.
+ * Last-seen times reach the database every few seconds, so liveness survives a restart: each device's when it
+ * has moved on by `PERSIST_STALENESS_MS` (so after a crash the database is at most that far behind, well inside
+ * the 90-s window), in writes of `PERSIST_CHUNK` rows that let requests in between. `flush()` writes every
+ * pending time exactly, for queries that must agree with `isOnline`, and so does `close()`.
  * Transitions are reported to `onChange` (the live stream's device_status messages).
  */
 export function createLiveness(
@@ -14,13 +22,42 @@ export function createLiveness(
 ) {
   const windowMs = ONLINE_WINDOW_SECONDS * 1000;
   const seen = new Map<string, { ms: number; offline: boolean }>();
-  let dirty = new Map<string, number>();
+  /** Devices seen since their time was last written. */
+  const dirty = new Set<string>();
+  /** The time last written for each device. */
+  const written = new Map<string, number>();
 
-  const persist = async () => {
-    if (dirty.size === 0) return;
-    const batch = dirty;
-    dirty = new Map();
-    await store.touchDevices(batch);
+  /** Writes the pending times (all of them, or only those `PERSIST_STALENESS_MS` ahead), chunk by chunk. */
+  const persist = async (all: boolean) => {
+    const due: Array<[string, number]> = [];
+    for (const deviceId of dirty) {
+      const ms = seen.get(deviceId)?.ms;
+      const writtenMs = written.get(deviceId);
+      if (ms === undefined) continue;
+      if (all || writtenMs === undefined || ms - writtenMs >= PERSIST_STALENESS_MS) due.push([deviceId, ms]);
+    }
+    for (let i = 0; i < due.length; i += PERSIST_CHUNK) {
+      const chunk = due.slice(i, i + PERSIST_CHUNK);
+      await store.touchDevices(new Map(chunk));
+      for (const [deviceId, ms] of chunk) {
+        written.set(deviceId, ms);
+        // Unless seen again while this chunk was being written, nothing is pending for it.
+        if (seen.get(deviceId)?.ms === ms) dirty.delete(deviceId);
+      }
+    }
+  };
+  let persisting: Promise<void> | undefined;
+  /** One persist at a time: a flush waits for a periodic one in progress, then writes what is left. */
+  const persistOnce = (all: boolean): Promise<void> => {
+    const run = async () => {
+      if (persisting) await persisting.catch(() => undefined);
+      await persist(all);
+    };
+    const p = run().finally(() => {
+      if (persisting === p) persisting = undefined;
+    });
+    persisting = p;
+    return p;
   };
   /** Devices whose window ran out since the last tick go offline. */
   const expire = () => {
@@ -34,7 +71,7 @@ export function createLiveness(
   };
   const timer = setInterval(() => {
     expire();
-    persist().catch(() => undefined);
+    if (!persisting) persistOnce(false).catch(() => undefined);
   }, tickMs);
   timer.unref();
 
@@ -49,7 +86,7 @@ export function createLiveness(
         seen.set(deviceId, { ms, offline: false });
         onChange(deviceId, 'online', ms);
       }
-      dirty.set(deviceId, ms);
+      dirty.add(deviceId);
     },
     /** A heartbeat with status `offline`: offline at once. */
     markOffline(deviceId: string): void {
@@ -77,11 +114,11 @@ export function createLiveness(
     },
     /** Write pending last-seen times now, so that a database query agrees with `isOnline`. */
     flush(): Promise<void> {
-      return persist();
+      return persistOnce(true);
     },
     async close(): Promise<void> {
       clearInterval(timer);
-      await persist();
+      await persistOnce(true);
     },
   };
 }

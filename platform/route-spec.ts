@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { ErrorCode, ok, RATE_LIMIT_MESSAGE, RATE_LIMITS, type Scope } from '../shared/index.js';
+import { ErrorCode, ok, RATE_LIMIT_MESSAGE, type Scope } from '../shared/index.js';
 import { ApiError } from './api-error.js';
 import { authenticateDevice, authenticateOperator } from './auth/authenticate.js';
 import { verifyRequestSignature } from './auth/request-signature.js';
 import type { PlatformContext } from './context.js';
 import { parse } from './parse.js';
-import { type RateClass, rateLimitHeaders } from './rate-limit/rate-limiter.js';
+import { type RateClass, type RateDecision, rateLimitHeader } from './rate-limit/rate-limiter.js';
 
 /**
  * One declaration per endpoint: method, path, who may call it, its rate-limit class and its shared zod
@@ -73,22 +73,39 @@ function subjectOf(request: FastifyRequest): string | undefined {
   return request.operator?.clientId ?? request.device?.deviceId;
 }
 
-async function enforceRateLimit(
+function refuse(
+  ctx: PlatformContext,
+  rate: RateClass,
+  decision: RateDecision,
+  headers: Record<string, string>,
+) {
+  ctx.metrics?.rateLimited(rate);
+  return new ApiError(ErrorCode.RATE_LIMITED, RATE_LIMIT_MESSAGE, {
+    details: { retry_after_seconds: decision.resetSeconds },
+    headers: { ...headers, 'retry-after': String(decision.resetSeconds) },
+  });
+}
+
+/** Counts the request against `subject`'s budget, sets the RateLimit headers, and refuses (429) past it. */
+function applyDecision(ctx: PlatformContext, rate: RateClass, decision: RateDecision, reply: FastifyReply) {
+  const headers = {
+    'ratelimit-policy': ctx.rateLimiter.policyHeader(rate),
+    ratelimit: rateLimitHeader(rate, decision),
+  };
+  reply.header('ratelimit-policy', headers['ratelimit-policy']).header('ratelimit', headers.ratelimit);
+  if (!decision.allowed) throw refuse(ctx, rate, decision, headers);
+}
+
+/** Synchronous when the limiter's store is (the in-memory one): no promise per request on the hot path. */
+function enforceRateLimit(
   ctx: PlatformContext,
   rate: RateClass,
   subject: string,
   reply: FastifyReply,
-): Promise<void> {
-  const decision = await ctx.rateLimiter.check(rate, subject);
-  const headers = rateLimitHeaders(decision, RATE_LIMITS[rate].windowSeconds);
-  reply.headers(headers);
-  if (!decision.allowed) {
-    ctx.metrics?.rateLimited(rate);
-    throw new ApiError(ErrorCode.RATE_LIMITED, RATE_LIMIT_MESSAGE, {
-      details: { retry_after_seconds: decision.resetSeconds },
-      headers: { ...headers, 'retry-after': String(decision.resetSeconds) },
-    });
-  }
+): void | Promise<void> {
+  const decision = ctx.rateLimiter.check(rate, subject);
+  if (decision instanceof Promise) return decision.then((d) => applyDecision(ctx, rate, d, reply));
+  applyDecision(ctx, rate, decision, reply);
 }
 
 export { enforceRateLimit };
@@ -107,7 +124,10 @@ export function registerRoutes(
         if (spec.auth.kind === 'operator') authenticateOperator(ctx, request, spec.auth.scope);
         else if (spec.auth.kind === 'device') authenticateDevice(ctx, request);
         const subject = subjectOf(request);
-        if (spec.rate && subject) await enforceRateLimit(ctx, spec.rate, subject, reply);
+        if (spec.rate && subject) {
+          const limited = enforceRateLimit(ctx, spec.rate, subject, reply);
+          if (limited) await limited;
+        }
         // A present signature is verified on reads too (docs/api.md); only writes can be made to require one.
         if (spec.auth.kind !== 'none') verifyRequestSignature(ctx, request);
 

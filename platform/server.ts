@@ -158,8 +158,10 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   app.decorateRequest('operator', null);
   app.decorateRequest('device', null);
   app.decorateRequest('rawBody', null);
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: no promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-api-version', API_VERSION).header('x-request-id', request.id);
+    done();
   });
 
   // Bodies are JSON (spec rule 2): Fastify's built-in text/plain parser would let strings through.

@@ -49,24 +49,35 @@ export function createMemoryRateLimitStore(sweepEveryMs = 60_000): RateLimitStor
 
 /** The limiter the routes use: one class per row of the spec's Limits table, keyed by client or device. */
 export function createRateLimiter(store: RateLimitStore, now: () => number) {
-  return {
-    async check(rateClass: RateClass, subject: string): Promise<RateDecision & { policy: string }> {
+  // Per class, fixed parts computed once: the key prefix and the `RateLimit-Policy` header.
+  const classes = Object.fromEntries(
+    (Object.keys(RATE_LIMITS) as RateClass[]).map((rateClass) => {
       const { limit, windowSeconds } = RATE_LIMITS[rateClass];
-      const decision = await store.hit(`${rateClass}:${subject}`, limit, windowSeconds * 1000, now());
-      return { ...decision, policy: rateClass };
+      return [
+        rateClass,
+        {
+          prefix: `${rateClass}:`,
+          limit,
+          windowMs: windowSeconds * 1000,
+          policyHeader: `"${rateClass}";q=${limit};w=${windowSeconds}`,
+        },
+      ];
+    }),
+  ) as Record<RateClass, { prefix: string; limit: number; windowMs: number; policyHeader: string }>;
+  return {
+    /** Synchronous with an in-memory store (no promise on the hot path); a shared store may answer later. */
+    check(rateClass: RateClass, subject: string): RateDecision | Promise<RateDecision> {
+      const c = classes[rateClass];
+      return store.hit(c.prefix + subject, c.limit, c.windowMs, now());
     },
+    /** `RateLimit-Policy` of a class (IETF httpapi draft 08+ syntax). */
+    policyHeader: (rateClass: RateClass): string => classes[rateClass].policyHeader,
     close: () => store.close(),
   };
 }
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
 
-/** IETF httpapi RateLimit header fields (draft 08+ syntax). */
-export function rateLimitHeaders(
-  d: RateDecision & { policy: string },
-  windowSeconds: number,
-): Record<string, string> {
-  return {
-    'ratelimit-policy': `"${d.policy}";q=${d.limit};w=${windowSeconds}`,
-    ratelimit: `"${d.policy}";r=${d.remaining};t=${d.resetSeconds}`,
-  };
+/** `RateLimit` of a decision (IETF httpapi draft 08+ syntax). */
+export function rateLimitHeader(rateClass: RateClass, d: RateDecision): string {
+  return `"${rateClass}";r=${d.remaining};t=${d.resetSeconds}`;
 }
