@@ -167,10 +167,16 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
 
   const ackTransaction = db.transaction((seqs: readonly number[]) => deleteSeqs(seqs));
 
+  // Asked before every live telemetry send: answered from memory while nothing has been queued since the table
+  // was last seen empty. Only this handle writes the outbox; an enqueue clears the flag even if its transaction
+  // is later rolled back, which only costs one query.
+  let knownEmpty = false;
+
   return {
     enqueue(items) {
       if (items.length === 0)
         return { seqs: [], dropped: [], droppedByKind: {}, overCap: isOverCap(size(), cap) };
+      knownEmpty = false;
       const result = enqueueTransaction(items);
       for (const item of items) enqueued[item.kind] += 1;
       return result;
@@ -185,7 +191,10 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
         bytes: row.bytes,
       }));
     },
-    isEmpty: () => anyQueued.get() === 0,
+    isEmpty() {
+      if (!knownEmpty) knownEmpty = anyQueued.get() === 0;
+      return knownEmpty;
+    },
     ack(seqs) {
       if (seqs.length === 0) return 0;
       return ackTransaction(seqs);

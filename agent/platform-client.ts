@@ -10,7 +10,7 @@
  * - Authenticated calls take a `TokenSource`. On 401 with code 2002 (expired) — and also 2001, which is what a
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, type Dispatcher, getGlobalDispatcher } from 'undici';
 import { z } from 'zod';
 import {
   type ChargingRecordUpload,
@@ -288,6 +288,107 @@ interface RawResponse {
   body: unknown;
 }
 
+const USER_AGENT = `charger-agent/${AGENT_VERSION}`;
+
+/**
+ * Collects one answer for `send`, on undici's dispatch interface: the body gathered as bytes, with no stream,
+ * abort controller or event listener per request (a charger's CPU is small; a fleet simulator runs thousands).
+ *
+ * undici's timeouts bound the wait for the headers and each pause in the body, not the answer: one that trickles
+ * in a byte at a time would hold this request, and the loop behind it, for ever. The deadline does. The
+ * caller's signal (a long poll given up) aborts it too. Either way the request fails as a network error.
+ */
+class AnswerCollector implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private status = 0;
+  private headers: Record<string, string | string[] | undefined> = {};
+  private readonly chunks: Buffer[] = [];
+  private started = false;
+  private settled = false;
+  /** Why the request was given up before undici handed over its controller. */
+  private abortPending: Error | undefined;
+  private readonly timer: ReturnType<typeof setTimeout>;
+  private readonly onAbort: (() => void) | undefined;
+
+  constructor(
+    private readonly call: Call,
+    limit: number,
+    private readonly resolve: (res: RawResponse) => void,
+    private readonly reject: (error: PlatformError) => void,
+  ) {
+    this.timer = setTimeout(() => this.abort(new Error(`no complete answer within ${limit} ms`)), limit);
+    const signal = call.signal;
+    if (signal) {
+      this.onAbort = () => this.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      if (signal.aborted) this.onAbort();
+      else signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  private abort(reason: Error): void {
+    if (this.settled) return;
+    if (this.controller) {
+      this.controller.abort(reason);
+      return;
+    }
+    // Still waiting for a connection: give up now; undici aborts it if a connection ever takes it.
+    this.abortPending = reason;
+    this.onResponseError(undefined, reason);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortPending) controller.abort(this.abortPending);
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    this.started = true;
+    this.status = statusCode;
+    this.headers = headers;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (!this.finish()) return;
+    const text =
+      this.chunks.length === 1
+        ? this.chunks[0]!.toString('utf8')
+        : Buffer.concat(this.chunks).toString('utf8');
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    this.resolve({ status: this.status, headers: this.headers, body: parsed });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (!this.finish()) return;
+    const { method, path } = this.call;
+    const what = this.started
+      ? `reading the answer failed: ${describeNetworkError(error)}`
+      : describeNetworkError(error);
+    this.reject(new PlatformError('network', `${method} ${path}: ${what}`, { cause: error }));
+  }
+
+  /** True the first time: the request ends once, whichever way. */
+  private finish(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    clearTimeout(this.timer);
+    if (this.onAbort) this.call.signal?.removeEventListener('abort', this.onAbort);
+    return true;
+  }
+}
+
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const now = options.now ?? Date.now;
@@ -298,10 +399,13 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       : undefined;
   const dispatcher = options.dispatcher ?? ownDispatcher;
 
-  async function send(call: Call): Promise<RawResponse> {
+  const origin = new URL(baseUrl).origin;
+  const basePath = new URL(baseUrl).pathname.replace(/\/+$/, '');
+
+  function send(call: Call): Promise<RawResponse> {
     const headers: Record<string, string> = {
       accept: 'application/json',
-      'user-agent': `charger-agent/${AGENT_VERSION}`,
+      'user-agent': USER_AGENT,
     };
     let body: string | undefined;
     if (call.body !== undefined) {
@@ -324,51 +428,25 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       }
     }
     const limit = call.timeoutMs ?? timeoutMs;
-    // undici's timeouts bound the wait for the headers and each pause in the body, not the answer: one that
-    // trickles in a byte at a time would hold this request, and the loop behind it, for ever. The deadline does.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new Error(`no complete answer within ${limit} ms`)), limit);
-    const cancel = () => deadline.abort(call.signal?.reason);
-    call.signal?.addEventListener('abort', cancel, { once: true });
-    if (call.signal?.aborted) cancel();
-    let res: Dispatcher.ResponseData;
-    let text: string;
-    try {
+    return new Promise<RawResponse>((resolve, reject) => {
+      const answer = new AnswerCollector(call, limit, resolve, reject);
       try {
-        res = await request(`${baseUrl}${call.path}`, {
-          method: call.method,
-          headers,
-          body,
-          ...(dispatcher ? { dispatcher } : {}),
-          signal: deadline.signal,
-          headersTimeout: limit,
-          bodyTimeout: limit,
-        });
-      } catch (error) {
-        throw new PlatformError('network', `${call.method} ${call.path}: ${describeNetworkError(error)}`, {
-          cause: error,
-        });
-      }
-      try {
-        text = await res.body.text();
-      } catch (error) {
-        throw new PlatformError(
-          'network',
-          `${call.method} ${call.path}: reading the answer failed: ${describeNetworkError(error)}`,
-          { cause: error },
+        (dispatcher ?? getGlobalDispatcher()).dispatch(
+          {
+            origin,
+            path: basePath + call.path,
+            method: call.method,
+            headers,
+            body,
+            headersTimeout: limit,
+            bodyTimeout: limit,
+          },
+          answer,
         );
+      } catch (error) {
+        answer.onResponseError(undefined, error as Error);
       }
-    } finally {
-      clearTimeout(timer);
-      call.signal?.removeEventListener('abort', cancel);
-    }
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.statusCode, headers: res.headers, body: parsed };
+    });
   }
 
   function dataOf<S extends z.ZodType>(schema: S, call: Call, res: RawResponse): z.infer<S> {

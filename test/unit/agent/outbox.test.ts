@@ -108,6 +108,29 @@ describe('SQLite outbox', () => {
     expect(outbox.size()).toEqual({ items: 2, bytes: all[1]!.bytes + all[3]!.bytes });
   });
 
+  it('tells whether anything waits, also after an enqueue whose transaction was rolled back', () => {
+    const db = new Database(file);
+    opened.push(db);
+    migrateOutbox(db);
+    const outbox = createOutbox(db);
+    expect(outbox.isEmpty()).toBe(true);
+    const { seqs } = outbox.enqueue([telemetry(1), telemetry(2)]);
+    expect(outbox.isEmpty()).toBe(false);
+    outbox.ack([seqs[0]!]);
+    expect(outbox.isEmpty()).toBe(false);
+    outbox.ack([seqs[1]!]);
+    expect(outbox.isEmpty()).toBe(true);
+    expect(() =>
+      db.transaction(() => {
+        outbox.enqueue([telemetry(3)]);
+        throw new Error('the rest of the transaction failed');
+      })(),
+    ).toThrow(/failed/);
+    expect(outbox.isEmpty()).toBe(true);
+    outbox.enqueue([telemetry(4)]);
+    expect(outbox.isEmpty()).toBe(false);
+  });
+
   it('never reuses a seq after everything was acked', () => {
     const outbox = open();
     const first = outbox.enqueue([telemetry(1)]).seqs[0] as number;

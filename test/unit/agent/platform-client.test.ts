@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Dispatcher, MockAgent } from 'undici';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentFatalError, EXIT_IDENTITY_REFUSED } from '../../../agent/agent-errors.js';
 import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
 import type { Clock } from '../../../agent/clock.js';
@@ -309,6 +309,29 @@ describe('regressions: answers that are not the platform speaking', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('gives up at its deadline a request that never got a connection, and aborts it if one comes later', async () => {
+    let handler: Dispatcher.DispatchHandler | undefined;
+    const stuck = {
+      dispatch(_opts: Dispatcher.DispatchOptions, h: Dispatcher.DispatchHandler) {
+        handler = h; // a pool with no free connection: nothing happens until one frees up
+        return false;
+      },
+    } as unknown as Dispatcher;
+    const client = createPlatformClient({ baseUrl: BASE, dispatcher: stuck, timeoutMs: 100 });
+    const started = Date.now();
+    const error = await caught(client.exchangeToken('dev_1', 's'));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toMatch(/no complete answer within 100 ms/);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // The connection frees up after all: the request is aborted at once, not sent.
+    const abort = vi.fn();
+    handler?.onRequestStart?.(
+      { abort, pause: () => undefined, resume: () => undefined, aborted: false, paused: false, reason: null },
+      {},
+    );
+    expect(abort).toHaveBeenCalledTimes(1);
   });
 
   it('does not pass a refused token exchange off as a refusal of the request that needed the token', async () => {
