@@ -318,6 +318,18 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
     }
   }
 
+  /**
+   * Once started, the simulation follows the wall clock: the interval advances it, and so does every reading
+   * and every command in between, so that readings are current and a change of power takes effect at the
+   * instant it was made, however long the interval (the fleet ticks at the telemetry cadence to save CPU).
+   */
+  function catchUp(): void {
+    if (interval === undefined) return;
+    const wallNow = wallClock();
+    if (wallNow > lastWallTick) tick(wallNow - lastWallTick);
+    lastWallTick = wallNow;
+  }
+
   function reading(c: SimulatedConnector): ConnectorReading {
     const present = c.ev !== undefined;
     const result: ConnectorReading = {
@@ -351,13 +363,16 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
       };
     },
     async readConnector(connectorId) {
+      catchUp();
       return reading(connectorOf(connectorId));
     },
     async readConnectors() {
+      catchUp();
       return connectors.map(reading);
     },
 
     async setPowerLimit(connectorId, kw) {
+      catchUp();
       const c = connectorOf(connectorId);
       if (!Number.isFinite(kw) || kw < 0)
         throw new HalError('invalid_power', `power limit must be ≥ 0 kW, got ${kw}`);
@@ -365,6 +380,7 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
       refresh(c);
     },
     async startCharging(connectorId) {
+      catchUp();
       const c = connectorOf(connectorId);
       if (c.faultCode !== 0)
         throw new HalError('fault', `connector ${connectorId} is in fault ${c.faultCode}`);
@@ -373,11 +389,13 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
       refresh(c);
     },
     async stopCharging(connectorId) {
+      catchUp();
       const c = connectorOf(connectorId);
       c.session = 'none';
       refresh(c);
     },
     async startDischarging(connectorId, kw) {
+      catchUp();
       const c = connectorOf(connectorId);
       if (!c.info.v2gCapable)
         throw new HalError('not_v2g_capable', `connector ${connectorId} is not V2G-capable`);
@@ -401,11 +419,7 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
     async start() {
       if (interval !== undefined) return;
       lastWallTick = wallClock();
-      interval = timers.setInterval(() => {
-        const wallNow = wallClock();
-        tick(wallNow - lastWallTick);
-        lastWallTick = wallNow;
-      }, tickIntervalMs);
+      interval = timers.setInterval(catchUp, tickIntervalMs);
     },
     async close() {
       if (interval !== undefined) timers.clearInterval(interval);

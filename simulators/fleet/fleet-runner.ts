@@ -486,6 +486,10 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     const link = createChargerLink(pool, pollPool, state, stats);
     state.link = link;
     const hal = createSimulatedHal({
+      // The physics tick at the sampling cadence: readings and commands bring the simulation up to date
+      // themselves, so a finer tick would only cost CPU (vehicles arriving, leaving or faulting are noticed
+      // within one tick).
+      tickIntervalMs: telemetryMs,
       ...halOptionsFor(plan, { allCharging, ...(options.hal ? { overrides: options.hal } : {}) }),
       timers: wheel,
     });

@@ -184,6 +184,33 @@ describe('simulated HAL with a fake clock', () => {
     await hal.close();
     expect(cleared).toEqual(['handle']);
   });
+
+  it('once started, reads and commands bring it up to the wall clock between ticks', async () => {
+    let wall = START;
+    const hal = createSimulatedHal({
+      seed: 3,
+      vehicles: 'manual',
+      ratedPowerKw: 11,
+      now: () => wall,
+      // A tick that never comes: only reads and commands move the simulation.
+      timers: { setInterval: () => 'handle', clearInterval: () => undefined },
+      tickIntervalMs: HOUR,
+    });
+    hal.plugIn(1, { soc: 20, capacityKwh: 200, maxChargeKw: 22 });
+    await hal.startCharging(1);
+    expect(hal.now()).toBe(START); // not started: time stands still
+    await hal.start();
+    wall += 30 * MINUTE;
+    const charging = await hal.readConnector(1);
+    expect(hal.now()).toBe(START + 30 * MINUTE);
+    expect(charging.energyKwh).toBeCloseTo(5.5, 1); // 11 kW for half an hour
+    // The stop takes effect at its own instant: nothing more flows after it, however late the next read.
+    wall += 30 * MINUTE;
+    await hal.stopCharging(1);
+    wall += 2 * HOUR;
+    expect((await hal.readConnector(1)).energyKwh).toBeCloseTo(11, 1);
+    await hal.close();
+  });
 });
 
 describe('simulated HAL randomness', () => {
