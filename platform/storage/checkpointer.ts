@@ -106,6 +106,8 @@ export function startCheckpointer(
       closing = true;
       if (failed) return;
       const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      // Waited for, it must keep the process alive until it has closed its connection.
+      worker.ref();
       worker.postMessage('close');
       await exited;
     },

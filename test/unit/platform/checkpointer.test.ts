@@ -32,23 +32,24 @@ describe('WAL checkpoints in a worker thread', () => {
   };
 
   it('keeps the WAL bounded under writes that never pause, with no checkpoint in the commits', async () => {
+    db.pragma('wal_autocheckpoint = 0');
+    insert();
+    const perCommit = walBytes(); // the first commit into an empty WAL
     const checkpointer = startCheckpointer(db, file, { intervalMs: 5, restartAtFrames: 500 });
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    // Enough commits that, kept in the WAL, they would fill 32 MiB (at least: later commits touch more pages).
+    const commits = Math.ceil((32 * 1024 * 1024) / perCommit);
     let largest = 0;
-    const deadline = Date.now() + 1_500;
-    let commits = 0;
-    while (Date.now() < deadline) {
+    for (let i = 1; i < commits; i++) {
       insert();
-      commits++;
       largest = Math.max(largest, walBytes());
-      await sleep(0);
+      await sleep(1);
     }
     await checkpointer.close();
-    // Without checkpoints every commit would stay in the WAL: ~16 KiB or more per commit of 50 random keys.
-    expect(commits).toBeGreaterThan(100);
-    expect(commits * 16_384).toBeGreaterThan(4 * largest);
-    // Restarted at 500 frames (plus what one commit adds while the restart waits): ~2 MiB at most.
-    expect(largest).toBeLessThan(4 * 1024 * 1024);
+    // Restarted at 500 frames (~2 MiB), plus what commits add while the worker waits for its turn: a loaded
+    // machine (the whole suite in parallel) can hold it off for a while, so the bound is loose, yet half of
+    // what the WAL would hold without the worker.
+    expect(largest).toBeLessThan(16 * 1024 * 1024);
     expect((db.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n).toBe(commits * 50);
   });
 
