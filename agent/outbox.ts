@@ -122,7 +122,13 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
     'SELECT kind, count FROM outbox_dropped',
   );
 
+  // Whether anything waits is asked before every live telemetry send (and the size by monitoring): answered
+  // from memory while nothing was queued since the table was last seen empty. Only this handle writes the
+  // outbox; an enqueue clears the flag even if its transaction is later rolled back, which costs one query.
+  let knownEmpty = false;
+
   function size(): OutboxUsage {
+    if (knownEmpty) return { items: 0, bytes: 0 };
     const row = usageQuery.get();
     return { items: row?.items ?? 0, bytes: row?.bytes ?? 0 };
   }
@@ -166,11 +172,6 @@ export function createOutbox(db: Db, options: OutboxOptions = {}): Outbox {
   });
 
   const ackTransaction = db.transaction((seqs: readonly number[]) => deleteSeqs(seqs));
-
-  // Asked before every live telemetry send: answered from memory while nothing has been queued since the table
-  // was last seen empty. Only this handle writes the outbox; an enqueue clears the flag even if its transaction
-  // is later rolled back, which only costs one query.
-  let knownEmpty = false;
 
   return {
     enqueue(items) {

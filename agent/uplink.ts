@@ -223,6 +223,8 @@ export function createUplink(options: UplinkOptions): Uplink {
   async function flushStep(): Promise<FlushOutcome> {
     const api = options.api();
     if (!api) return { kind: 'not_ready' };
+    // Most wake-ups of a connected charger find nothing waiting: known without reading the table.
+    if (store.outbox.isEmpty()) return { kind: 'empty' };
     const window = store.outbox.peek(PEEK_WINDOW);
     const head = window[0];
     if (!head) return { kind: 'empty' };

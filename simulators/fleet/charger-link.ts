@@ -188,15 +188,17 @@ export interface ChargerLink {
 }
 
 /**
- * The dispatcher one simulated charger's agent uses: the shared pools, observed and breakable. Long polls go to
- * `polls` (each holds a connection for its whole wait), everything else to `shared`.
+ * The dispatcher one simulated charger's agent uses: the shared pool, observed and breakable. Long polls go to
+ * the charger's own connection from `pollConnection` (asked once, at the first poll: a poll holds its connection
+ * for its whole wait, as on a real charger), everything else to `shared`.
  */
 export function createChargerLink(
   shared: Dispatcher,
-  polls: Dispatcher,
+  pollConnection: () => Dispatcher,
   link: ChargerLinkState,
   stats: FleetStats,
 ): ChargerLink {
+  let polls: Dispatcher | undefined;
   const dispatcher = shared.compose((dispatch) => (opts, handler) => {
     const kind = requestKindOf(opts.method, opts.path);
     const observed = new ObservedHandler(handler, link, stats, kind, Date.now(), opts);
@@ -208,7 +210,9 @@ export function createChargerLink(
     link.inflight ??= new Set();
     link.inflight.add(observed);
     observed.dispatched = true;
-    return kind === 'poll' ? polls.dispatch(opts, observed) : dispatch(opts, observed);
+    if (kind !== 'poll') return dispatch(opts, observed);
+    polls ??= pollConnection();
+    return polls.dispatch(opts, observed);
   });
   return {
     dispatcher,

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createSecureContext } from 'node:tls';
 import pino, { type DestinationStream, type Level, type Logger } from 'pino';
-import { Agent } from 'undici';
+import { Agent, Client } from 'undici';
 import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/agent-runtime.js';
 import { OUTBOX_KINDS, type OutboxKind } from '../../agent/outbox-policy.js';
 import { DEFAULT_TELEMETRY_INTERVALS } from '../../agent/telemetry.js';
@@ -447,20 +447,26 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     connections: options.connections ?? defaultConnections(count),
     pipelining: 1,
   });
-  const pollPool = new Agent({
-    connect,
-    keepAliveTimeout: 60_000,
-    keepAliveMaxTimeout: 600_000,
-    connections: null,
-    pipelining: 1,
-  });
   const opened = { requests: 0, polls: 0 };
   pool.on('connect', () => {
     opened.requests += 1;
   });
-  pollPool.on('connect', () => {
-    opened.polls += 1;
-  });
+  // Each charger's long poll has a connection of its own (a `Client`, made at its first poll): in one pool of
+  // thousands of connections, undici would look through them all for a free one on every poll.
+  const pollConnections = new Set<Client>();
+  const pollConnection = (): Client => {
+    const client = new Client(new URL(options.platformUrl).origin, {
+      connect,
+      keepAliveTimeout: 60_000,
+      keepAliveMaxTimeout: 600_000,
+      pipelining: 1,
+    });
+    client.on('connect', () => {
+      opened.polls += 1;
+    });
+    pollConnections.add(client);
+    return client;
+  };
   const wheel = createTickWheel();
   const states: ChargerState[] = plans.map((plan) => ({ plan, out: false }));
   const outageStates = states.filter((s) => s.plan.outage);
@@ -483,7 +489,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   async function launch(state: ChargerState): Promise<void> {
     const { plan } = state;
     started += 1;
-    const link = createChargerLink(pool, pollPool, state, stats);
+    const link = createChargerLink(pool, pollConnection, state, stats);
     state.link = link;
     const hal = createSimulatedHal({
       // The physics tick at the sampling cadence: readings and commands bring the simulation up to date
@@ -595,21 +601,28 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     return n;
   };
 
+  /**
+   * Telemetry totals are summed over every charger only when the backlog is asked for (every few seconds): a
+   * worker reports its live stats every second, and its thousands of chargers need not be walked each time.
+   */
+  let telemetryTotals = { produced: 0, delivered: 0 };
   function live(opts: { backlog?: boolean; resources?: boolean } = {}): FleetLiveStats {
-    let produced = 0;
-    let delivered = 0;
     let backlog = 0;
     let out = 0;
-    for (const s of states) {
-      if (s.out) out += 1;
-      const uplink = s.runtime?.uplink.stats();
-      if (uplink) {
+    for (const s of outageStates) if (s.out) out += 1;
+    if (opts.backlog) {
+      let produced = 0;
+      let delivered = 0;
+      for (const s of states) {
+        if (!s.runtime) continue;
+        const { uplink, outbox } = s.runtime.stats();
         produced += uplink.telemetryProduced;
         delivered += uplink.delivered.telemetry;
+        backlog += outbox.items;
       }
-      if (opts.backlog && s.runtime) backlog += s.runtime.stats().outbox.items;
+      telemetryTotals = { produced, delivered };
     }
-    const rss = process.memoryUsage().rss;
+    const rss = process.memoryUsage.rss();
     if (rss > rssPeak) rssPeak = rss;
     const eld = { p99: ms(recentLoopDelay.percentile(99)), max: ms(recentLoopDelay.max) };
     if (Date.now() - recentLoopDelayAt >= 5_000) {
@@ -638,7 +651,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
         p50: Math.round(stats.commandLatency.percentile(0.5)),
         p99: Math.round(stats.commandLatency.percentile(0.99)),
       },
-      telemetry: { produced, delivered },
+      telemetry: telemetryTotals,
       ...(opts.backlog ? { outbox_backlog: backlog } : {}),
       ...(opts.resources
         ? {
@@ -665,10 +678,10 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     (globalThis as { gc?: () => void }).gc?.();
     const memoryAtStop = process.memoryUsage();
     if (memoryAtStop.rss > rssPeak) rssPeak = memoryAtStop.rss;
-    // Long polls end first, by closing their pool: an agent aborting its own poll makes undici reconnect the
-    // aborted connection at once (a TLS handshake per charger, on both sides, for nothing). Polls failed this way
-    // count as aborted, not as failures.
-    await pollPool.destroy().catch(() => undefined);
+    // Long polls end first, by closing their connections: an agent aborting its own poll makes undici reconnect
+    // the aborted connection at once (a TLS handshake per charger, on both sides, for nothing). Polls failed this
+    // way count as aborted, not as failures.
+    await Promise.all([...pollConnections].map((c) => c.destroy().catch(() => undefined)));
     // The network comes back for the graceful stop: every agent gets to flush its outbox.
     for (const state of outageStates) state.link?.setOut(false);
     await eachLimited(states, options.stopConcurrency ?? 200, stopCharger);

@@ -205,7 +205,7 @@ describe('fleet: a charger’s link', () => {
   it('observes requests, fails them while out and cuts the ones in flight when the outage begins', async () => {
     const stats = new FleetStats();
     const state: ChargerLinkState = { out: false };
-    const link = createChargerLink(pool, pool, state, stats);
+    const link = createChargerLink(pool, () => pool, state, stats);
     const call = (method: 'GET' | 'POST', path: string) =>
       request(`${origin}${path}`, { method, dispatcher: link.dispatcher }).then(
         async (res) => {
