@@ -38,17 +38,16 @@ export function storageFaultError(fault: StorageFault): ApiError {
 }
 
 /**
- * Logs a storage fault as an operator-actionable error once, then at most once per `everyMs` while it lasts,
- * instead of a stack trace per refused request. One fault shows under several kinds (a file system remounted
- * read-only answers one call SQLITE_READONLY and the next SQLITE_IOERR, and the telemetry database meets it
- * apart from the main one), so the window is shared by all kinds: the first names it.
+ * Logs a storage fault as an operator-actionable error once, then at most once per `everyMs` per kind while
+ * it lasts, instead of a stack trace per refused request.
  */
 export function createStorageFaultLog(everyMs = 60_000, now: () => number = Date.now) {
-  let last: number | undefined;
+  const last = new Map<StorageFaultKind, number>();
   return (log: FastifyBaseLogger, fault: StorageFault): void => {
     const t = now();
-    if (last !== undefined && t - last < everyMs) return;
-    last = t;
+    const prev = last.get(fault.kind);
+    if (prev !== undefined && t - prev < everyMs) return;
+    last.set(fault.kind, t);
     log.error({ storage_fault: fault.kind, code: fault.code }, OPERATOR_ACTION[fault.kind]);
   };
 }

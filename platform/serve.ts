@@ -54,8 +54,6 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     backgroundCheckpoints: true,
     onCheckpointerFailure: (message) =>
       process.stderr.write(`warning: WAL checkpoints fall back to SQLite's own: ${message}\n`),
-    onTelemetryWriterFailure: (message) =>
-      process.stderr.write(`warning: the telemetry writer failed and starts again: ${message}\n`),
   });
   try {
     // Sandbox and production are separate deployments: one data directory never serves both.

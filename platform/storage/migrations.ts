@@ -1,18 +1,10 @@
-import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { TELEMETRY_DATABASE_FILE, telemetrySchema } from './telemetry-db.js';
-
-/**
- * A migration: SQL applied in one transaction, after an optional step that cannot run inside one (attaching
- * another database file). The step must be safe to repeat: a crash between it and the SQL runs both again.
- */
-export type Migration = string | { before: (db: Database.Database) => void; sql: string };
 
 /**
  * Versioned schema migrations, applied in order at start inside one transaction each. Times are epoch
  * milliseconds (INTEGER) so that ordering and range filters are exact.
  */
-export const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly string[] = [
   // 1: the foundation
   `
   CREATE TABLE operators (
@@ -219,47 +211,7 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX charging_records_by_start ON charging_records(start_ms DESC);
   CREATE INDEX charging_records_by_device ON charging_records(device_id, start_ms DESC);
   `,
-  // 3: telemetry and the connectors' live state move to their own file, written by a thread of its own
-  // (telemetry-db.ts); connectors keep what their chargers declared.
-  {
-    before: moveTelemetryOut,
-    sql: `
-    DROP TABLE telemetry;
-    ALTER TABLE connectors DROP COLUMN state;
-    ALTER TABLE connectors DROP COLUMN power;
-    ALTER TABLE connectors DROP COLUMN voltage;
-    ALTER TABLE connectors DROP COLUMN current;
-    ALTER TABLE connectors DROP COLUMN energy_delivered;
-    ALTER TABLE connectors DROP COLUMN soc;
-    ALTER TABLE connectors DROP COLUMN temperature;
-    ALTER TABLE connectors DROP COLUMN last_telemetry_ms;
-    `,
-  },
 ];
-
-/** Copies the telemetry and the connectors' live state of a version-2 database into the telemetry file. */
-function moveTelemetryOut(db: Database.Database): void {
-  db.prepare('ATTACH DATABASE ? AS tm').run(join(dirname(db.name), TELEMETRY_DATABASE_FILE));
-  try {
-    db.pragma('tm.journal_mode = WAL');
-    db.exec(telemetrySchema('tm.'));
-    db.transaction(() => {
-      db.exec(`
-        INSERT OR IGNORE INTO tm.telemetry (device_id, connector_id, ts_ms, state, voltage, current, power,
-          energy_delivered, soc, temperature, phase_details, received_ms)
-        SELECT device_id, connector_id, ts_ms, state, voltage, current, power, energy_delivered, soc,
-          temperature, phase_details, received_ms FROM main.telemetry;
-        INSERT INTO tm.connector_state (device_id, connector_id, state, power, voltage, current, energy_delivered,
-          soc, temperature, last_telemetry_ms)
-        SELECT device_id, connector_id, state, power, voltage, current, energy_delivered, soc, temperature,
-          last_telemetry_ms FROM main.connectors WHERE state IS NOT NULL AND last_telemetry_ms IS NOT NULL
-        ON CONFLICT (device_id, connector_id) DO NOTHING;
-      `);
-    })();
-  } finally {
-    db.exec('DETACH DATABASE tm');
-  }
-}
 
 export function migrate(db: Database.Database): number {
   const current = db.pragma('user_version', { simple: true }) as number;
@@ -269,10 +221,8 @@ export function migrate(db: Database.Database): number {
     );
   }
   for (let v = current; v < MIGRATIONS.length; v++) {
-    const migration = MIGRATIONS[v]!;
-    if (typeof migration !== 'string') migration.before(db);
     db.transaction(() => {
-      db.exec(typeof migration === 'string' ? migration : migration.sql);
+      db.exec(MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }

@@ -8,6 +8,7 @@ import type {
   CommandStatus,
   PendingCommand,
   Scope,
+  TelemetryRecord,
 } from '../../shared/index.js';
 import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
@@ -34,7 +35,6 @@ import type {
   Store,
   StoredEventRow,
 } from './store.js';
-import { type ConnectorStateRow, openTelemetryDb } from './telemetry-db.js';
 import { createWriteBatcher } from './write-batcher.js';
 
 export const DATABASE_FILE = 'platform.sqlite';
@@ -68,11 +68,7 @@ export function openDatabase(dataDir: string): Database.Database {
 interface RawDevice extends Omit<DeviceRow, 'registered'> {
   registered: number;
 }
-/** What the main database keeps of a connector: what its charger declared. */
-interface RawConnector {
-  device_id: string;
-  connector_id: number;
-  max_power_kw: number | null;
+interface RawConnector extends Omit<ConnectorRow, 'v2g_capable'> {
   v2g_capable: number;
 }
 interface RawRecord {
@@ -119,48 +115,8 @@ function toDeviceEntry(raw: RawDeviceEntry): DeviceEntry {
 function toDevice(raw: RawDevice): DeviceRow {
   return { ...raw, registered: raw.registered === 1 };
 }
-/**
- * A device's connectors: those its charger declared (main database) and those it reported telemetry for
- * (their live state, telemetry database), by connector id. A connector only reported on is not V2G-capable.
- */
-function mergeConnectors(
-  declared: readonly RawConnector[],
-  live: readonly ConnectorStateRow[],
-): ConnectorRow[] {
-  const byId = new Map<string, ConnectorRow>();
-  const key = (deviceId: string, connectorId: number) => `${deviceId}\u0000${connectorId}`;
-  for (const d of declared) {
-    byId.set(key(d.device_id, d.connector_id), {
-      device_id: d.device_id,
-      connector_id: d.connector_id,
-      max_power_kw: d.max_power_kw,
-      v2g_capable: d.v2g_capable === 1,
-      state: null,
-      power: null,
-      voltage: null,
-      current: null,
-      energy_delivered: null,
-      soc: null,
-      temperature: null,
-      last_telemetry_ms: null,
-    });
-  }
-  for (const l of live) {
-    const row = byId.get(key(l.device_id, l.connector_id));
-    const { device_id, connector_id, ...state } = l;
-    if (row) Object.assign(row, state);
-    else
-      byId.set(key(device_id, connector_id), {
-        device_id,
-        connector_id,
-        max_power_kw: null,
-        v2g_capable: false,
-        ...state,
-      });
-  }
-  return [...byId.values()].sort((a, b) =>
-    a.device_id === b.device_id ? a.connector_id - b.connector_id : a.device_id < b.device_id ? -1 : 1,
-  );
+function toConnector(raw: RawConnector): ConnectorRow {
+  return { ...raw, v2g_capable: raw.v2g_capable === 1 };
 }
 function toCommand(raw: RawCommand): CommandRow {
   return { ...raw, params: JSON.parse(raw.params) as Record<string, unknown> };
@@ -223,6 +179,37 @@ function toControl(raw: RawControl): ControlRow {
   };
 }
 
+interface TelemetryRow {
+  device_id: string;
+  connector_id: number;
+  ts_ms: number;
+  state: string;
+  voltage: number | null;
+  current: number | null;
+  power: number | null;
+  energy_delivered: number | null;
+  soc: number | null;
+  temperature: number | null;
+  phase_details: string | null;
+  received_ms: number;
+}
+function telemetryRow(deviceId: string, t: TelemetryRecord, receivedMs: number): TelemetryRow {
+  return {
+    device_id: deviceId,
+    connector_id: t.connector_id,
+    ts_ms: Date.parse(t.timestamp),
+    state: t.state,
+    voltage: t.voltage ?? null,
+    current: t.current ?? null,
+    power: t.power ?? null,
+    energy_delivered: t.energy_delivered ?? null,
+    soc: t.soc ?? null,
+    temperature: t.temperature ?? null,
+    phase_details: t.phase_details ? JSON.stringify(t.phase_details) : null,
+    received_ms: receivedMs,
+  };
+}
+
 function placeholders(n: number): string {
   return new Array(n).fill('?').join(',');
 }
@@ -237,8 +224,6 @@ export interface SqliteStoreOptions {
   onCheckpointerFailure?: (message: string) => void;
   /** Group commits at most this often under load, ms (`write-batcher.ts`); default `COMMIT_INTERVAL_MS`. */
   commitIntervalMs?: number;
-  /** Told if the telemetry writer thread fails (`telemetry-db.ts`; it starts again for the next write). */
-  onTelemetryWriterFailure?: (message: string) => void;
 }
 
 /**
@@ -256,10 +241,6 @@ export function createSqliteStore(
   const db = openDatabase(dataDir);
   const batcher = createWriteBatcher(db, {
     minCommitIntervalMs: options.commitIntervalMs ?? COMMIT_INTERVAL_MS,
-  });
-  const telemetry = openTelemetryDb(dataDir, {
-    commitIntervalMs: options.commitIntervalMs ?? COMMIT_INTERVAL_MS,
-    ...(options.onTelemetryWriterFailure ? { onWriterFailure: options.onTelemetryWriterFailure } : {}),
   });
   const checkpointer = options.backgroundCheckpoints
     ? startCheckpointer(db, join(dataDir, DATABASE_FILE), {
@@ -332,6 +313,20 @@ export function createSqliteStore(
     deviceRequireSignature: db.prepare('UPDATE devices SET require_signature = ? WHERE device_id = ?'),
     listConnectors: db.prepare('SELECT * FROM connectors WHERE device_id = ? ORDER BY connector_id'),
     getConnector: db.prepare('SELECT * FROM connectors WHERE device_id = ? AND connector_id = ?'),
+    upsertConnectorState: db.prepare(
+      `INSERT INTO connectors (device_id, connector_id, state, power, voltage, current, energy_delivered, soc,
+         temperature, last_telemetry_ms) VALUES (@device_id, @connector_id, @state, @power, @voltage, @current,
+         @energy_delivered, @soc, @temperature, @ts_ms)
+       ON CONFLICT (device_id, connector_id) DO UPDATE SET state = excluded.state, power = excluded.power,
+         voltage = excluded.voltage, current = excluded.current, energy_delivered = excluded.energy_delivered,
+         soc = excluded.soc, temperature = excluded.temperature, last_telemetry_ms = excluded.last_telemetry_ms
+       WHERE connectors.last_telemetry_ms IS NULL OR connectors.last_telemetry_ms <= excluded.last_telemetry_ms`,
+    ),
+    insertTelemetry: db.prepare(
+      `INSERT OR IGNORE INTO telemetry (device_id, connector_id, ts_ms, state, voltage, current, power, energy_delivered, soc,
+         temperature, phase_details, received_ms) VALUES (@device_id, @connector_id, @ts_ms, @state, @voltage,
+         @current, @power, @energy_delivered, @soc, @temperature, @phase_details, @received_ms)`,
+    ),
     recordHeartbeat: db.prepare(
       `UPDATE devices SET last_heartbeat_ms = ?, last_seen_ms = MAX(COALESCE(last_seen_ms, 0), ?),
          reported_status = ?, fault_code = ? WHERE device_id = ?`,
@@ -410,6 +405,10 @@ export function createSqliteStore(
       `UPDATE devices SET secret_sealed = ?, secret_gen = secret_gen + 1 WHERE device_id = ? AND registered = 1
        RETURNING secret_gen`,
     ),
+    energySamples: db.prepare(
+      `SELECT connector_id, ts_ms, power FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?
+       ORDER BY ts_ms, connector_id`,
+    ),
     getSetting: db.prepare('SELECT value FROM settings WHERE key = ?'),
     setSetting: db.prepare(
       'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -473,6 +472,62 @@ export function createSqliteStore(
     );
     return { ...row, scopes: row.scopes.split(',') as Scope[], operator_ids };
   };
+
+  /**
+   * Telemetry is the hottest write: every record of one event-loop turn goes into one transaction, and each
+   * connector's live state is written once per batch, from its newest record, instead of once per record.
+   */
+  interface PendingTelemetry {
+    deviceId: string;
+    records: readonly TelemetryRecord[];
+    receivedMs: number;
+    resolve: (inserted: number) => void;
+    reject: (err: unknown) => void;
+  }
+  const insertTelemetryBatch = (batch: readonly PendingTelemetry[]): number[] => {
+    const newest = new Map<string, TelemetryRow>();
+    const counts = batch.map((p) => {
+      let n = 0;
+      for (const t of p.records) {
+        const row = telemetryRow(p.deviceId, t, p.receivedMs);
+        if (stmt.insertTelemetry.run(row).changes === 1) {
+          n++;
+          const key = `${p.deviceId}|${t.connector_id}`;
+          const seen = newest.get(key);
+          if (!seen || seen.ts_ms <= row.ts_ms) newest.set(key, row);
+        }
+      }
+      return n;
+    });
+    for (const row of newest.values()) stmt.upsertConnectorState.run(row);
+    return counts;
+  };
+  let pendingTelemetry: PendingTelemetry[] = [];
+  const addTelemetry = (deviceId: string, records: readonly TelemetryRecord[], receivedMs: number) =>
+    new Promise<number>((resolve, reject) => {
+      pendingTelemetry.push({ deviceId, records, receivedMs, resolve, reject });
+      if (pendingTelemetry.length > 1) return;
+      // The first record of a turn schedules the batch; later ones in the same turn join it.
+      const batch = pendingTelemetry;
+      batcher
+        .write(() => {
+          pendingTelemetry = [];
+          return insertTelemetryBatch(batch);
+        })
+        .then(
+          (counts) => {
+            batch.forEach((p, i) => {
+              p.resolve(counts[i] ?? 0);
+            });
+          },
+          // One bad record must not fail its neighbours: retry each request on its own.
+          () => {
+            for (const p of batch) {
+              batcher.write(() => insertTelemetryBatch([p])[0] ?? 0).then(p.resolve, p.reject);
+            }
+          },
+        );
+    });
 
   // The admin CLI writes from another process; data_version changes when it commits. Admin changes made
   // through this connection (tests, an embedded admin API) bump `localChanges` instead.
@@ -657,18 +712,14 @@ export function createSqliteStore(
     },
 
     async listConnectors(deviceId) {
-      return mergeConnectors(
-        stmt.listConnectors.all(deviceId) as RawConnector[],
-        telemetry.connectorStates([deviceId]),
-      );
+      return (stmt.listConnectors.all(deviceId) as RawConnector[]).map(toConnector);
     },
     async getConnector(deviceId, connectorId) {
-      const declared = stmt.getConnector.get(deviceId, connectorId) as RawConnector | undefined;
-      const live = telemetry.connectorState(deviceId, connectorId);
-      return mergeConnectors(declared ? [declared] : [], live ? [live] : [])[0];
+      const raw = stmt.getConnector.get(deviceId, connectorId) as RawConnector | undefined;
+      return raw ? toConnector(raw) : undefined;
     },
     recordTelemetry(deviceId, records, receivedMs) {
-      return telemetry.record(deviceId, records, receivedMs);
+      return addTelemetry(deviceId, records, receivedMs);
     },
     recordHeartbeat(deviceId, hb) {
       return batcher.write(() => {
@@ -915,12 +966,11 @@ export function createSqliteStore(
     },
     async listConnectorsOf(deviceIds) {
       if (deviceIds.length === 0) return [];
-      return mergeConnectors(
+      return (
         prepared(
           `SELECT * FROM connectors WHERE device_id IN (${placeholders(deviceIds.length)}) ORDER BY device_id, connector_id`,
-        ).all(...deviceIds) as RawConnector[],
-        telemetry.connectorStates(deviceIds),
-      );
+        ).all(...deviceIds) as RawConnector[]
+      ).map(toConnector);
     },
     async listSitesFor(operatorIds, page, size) {
       if (operatorIds.length === 0) return { total: 0, page, size, items: [] };
@@ -977,7 +1027,15 @@ export function createSqliteStore(
       for (const deviceId of deviceIds) {
         // Rows come in time order (the telemetry index); each connector keeps its own previous sample.
         const prevOf = new Map<number, { connector_id: number; ts_ms: number; power: number | null }>();
-        for (const row of telemetry.samples(deviceId, startMs - MAX_GAP_MS, endMs + MAX_GAP_MS)) {
+        for (const row of stmt.energySamples.iterate(
+          deviceId,
+          startMs - MAX_GAP_MS,
+          endMs + MAX_GAP_MS,
+        ) as Iterable<{
+          connector_id: number;
+          ts_ms: number;
+          power: number | null;
+        }>) {
           if (row.ts_ms >= startMs && row.ts_ms < endMs) {
             const b = bucketOf(row.ts_ms);
             b.samples++;
@@ -1066,7 +1124,6 @@ export function createSqliteStore(
     },
     async close() {
       batcher.drain();
-      await telemetry.close();
       await checkpointer?.close();
       db.close();
     },

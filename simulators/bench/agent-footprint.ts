@@ -72,7 +72,7 @@ export async function measureAgentFootprint(minutes = MINUTES) {
     const exited = new Promise((r) => agent!.once('exit', r));
     agent.kill('SIGTERM');
     await exited;
-    const db = new Database(join(platform.dataDir, 'telemetry.sqlite'), { readonly: true });
+    const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
     const telemetry = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
     db.close();
     return {

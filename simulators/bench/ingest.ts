@@ -110,7 +110,7 @@ export async function measureIngest(
     });
 
     // Every acknowledged record must be in the database.
-    const db = new Database(join(platform.dataDir, 'telemetry.sqlite'), { readonly: true });
+    const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
     const stored = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
     db.close();
     const acknowledged = (warm.statusCounts['200'] ?? 0) + (onPlatform.statusCounts['200'] ?? 0);

@@ -305,12 +305,11 @@ describe('a fleet of simulated chargers against a real platform', () => {
       readonly: true,
       fileMustExist: true,
     });
-    db.prepare('ATTACH DATABASE ? AS tm').run(join(platformDir.dir, 'telemetry.sqlite'));
     try {
       const marks = ids.map(() => '?').join(',');
       const count = (sql: string) => (db.prepare(sql).get(...ids) as { n: number }).n;
       const stored = {
-        telemetry: count(`SELECT count(*) AS n FROM tm.telemetry WHERE device_id IN (${marks})`),
+        telemetry: count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${marks})`),
         chargingRecords: count(`SELECT count(*) AS n FROM charging_records WHERE device_id IN (${marks})`),
         events: count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${marks})`),
         statusReports: count(

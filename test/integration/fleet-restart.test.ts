@@ -238,13 +238,12 @@ describe('the platform SIGKILLed and restarted under 500 connected chargers', ()
     expect((await srv.stop()).code).toBe(0);
 
     const db = new Database(join(dataDir, 'platform.sqlite'), { readonly: true, fileMustExist: true });
-    db.prepare('ATTACH DATABASE ? AS tm').run(join(dataDir, 'telemetry.sqlite'));
     try {
       const fleetDevices = `SELECT device_id FROM devices WHERE sn LIKE 'SIM-${SEED}-%'`;
       const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
       expect(count(`SELECT count(*) AS n FROM (${fleetDevices})`)).toBe(COUNT);
       const stored = {
-        telemetry: count(`SELECT count(*) AS n FROM tm.telemetry WHERE device_id IN (${fleetDevices})`),
+        telemetry: count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${fleetDevices})`),
         events: count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${fleetDevices})`),
         chargingRecords: count(
           `SELECT count(*) AS n FROM charging_records WHERE device_id IN (${fleetDevices})`,

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
@@ -289,19 +289,14 @@ interface RoundStats {
  * integrity and foreign-key checks pass.
  */
 function verifyDatabase(dbPath: string, ledger: Ledger, label: string): void {
-  const db = openWithTelemetry(dbPath);
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
     expect(db.pragma('integrity_check', { simple: true }), `${label}: integrity_check`).toBe('ok');
-    expect(db.pragma('tm.integrity_check', { simple: true }), `${label}: telemetry integrity_check`).toBe(
-      'ok',
-    );
     expect(db.pragma('foreign_key_check'), `${label}: foreign_key_check`).toEqual([]);
 
     // Telemetry: each acknowledged record present with what it carried; no (device, connector, ts) twice.
     const tel = new Map<string, number | null>();
-    for (const r of db
-      .prepare('SELECT device_id, connector_id, ts_ms, power FROM tm.telemetry')
-      .all() as Array<{
+    for (const r of db.prepare('SELECT device_id, connector_id, ts_ms, power FROM telemetry').all() as Array<{
       device_id: string;
       connector_id: number;
       ts_ms: number;
@@ -314,7 +309,7 @@ function verifyDatabase(dbPath: string, ledger: Ledger, label: string): void {
     expect(
       db
         .prepare(
-          'SELECT device_id, connector_id, ts_ms, COUNT(*) AS n FROM tm.telemetry GROUP BY 1, 2, 3 HAVING n > 1',
+          'SELECT device_id, connector_id, ts_ms, COUNT(*) AS n FROM telemetry GROUP BY 1, 2, 3 HAVING n > 1',
         )
         .all(),
       `${label}: duplicated telemetry`,
@@ -926,22 +921,10 @@ function fillDisk(path: string): number {
   return written;
 }
 
-/** The platform's database read-only, with the telemetry database beside it attached as `tm`. */
-function openWithTelemetry(dbPath: string): Database.Database {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  db.prepare('ATTACH DATABASE ? AS tm').run(join(dirname(dbPath), 'telemetry.sqlite'));
-  return db;
-}
-
 function integrityCheck(dbPath: string): unknown {
-  const db = openWithTelemetry(dbPath);
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
-    const main = db.pragma('integrity_check', { simple: true });
-    const telemetry = db.pragma('tm.integrity_check', { simple: true });
-    return {
-      integrity: main === 'ok' && telemetry === 'ok' ? 'ok' : { main, telemetry },
-      fk: db.pragma('foreign_key_check'),
-    };
+    return { integrity: db.pragma('integrity_check', { simple: true }), fk: db.pragma('foreign_key_check') };
   } finally {
     db.close();
   }
@@ -1101,14 +1084,12 @@ describe('a full disk', () => {
     const [charger] = await registerChargers(http, dir, tenant, opToken, ['FULL-1']);
     const commandId = await prepareCharger(http, charger!, opToken);
 
-    // Checkpoint each database's WAL into it and truncate it, so that no write finds room left in it; then
-    // fill the file system to the last byte.
-    for (const file of [dbPath, join(dir, 'telemetry.sqlite')]) {
-      const admin = new Database(file, { fileMustExist: true });
-      const [checkpoint] = admin.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
-      admin.close();
-      expect(checkpoint?.busy, file).toBe(0);
-    }
+    // Checkpoint the WAL into the database and truncate it, so that no write finds room left in it; then fill
+    // the file system to the last byte.
+    const admin = new Database(dbPath, { fileMustExist: true });
+    const [checkpoint] = admin.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+    admin.close();
+    expect(checkpoint?.busy).toBe(0);
     const filler = join(fsDir, 'filler');
     expect(fillDisk(filler)).toBeGreaterThan(0);
 
