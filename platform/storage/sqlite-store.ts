@@ -14,6 +14,7 @@ import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type { DeviceEntry } from '../principal-directory.js';
 import { startCheckpointer } from './checkpointer.js';
+import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { migrate } from './migrations.js';
 import { asDataDirError } from './storage-faults.js';
 import type {
@@ -38,6 +39,10 @@ import type {
 import { createWriteBatcher } from './write-batcher.js';
 
 export const DATABASE_FILE = 'platform.sqlite';
+/** The setting that says up to which telemetry row the `connectors` table holds the live state. */
+const LIVE_STATE_SETTING = 'connector_state_up_to_telemetry_id';
+const LIVE_STATE_EVERY_MS = 5_000;
+const LIVE_STATE_CHUNK = 250;
 
 export function openDatabase(dataDir: string): Database.Database {
   let db: Database.Database | undefined;
@@ -405,6 +410,10 @@ export function createSqliteStore(
       `UPDATE devices SET secret_sealed = ?, secret_gen = secret_gen + 1 WHERE device_id = ? AND registered = 1
        RETURNING secret_gen`,
     ),
+    telemetrySince: db.prepare(
+      `SELECT id, device_id, connector_id, ts_ms, state, power, voltage, current, energy_delivered, soc, temperature
+       FROM telemetry WHERE id > ? ORDER BY id`,
+    ),
     energySamples: db.prepare(
       `SELECT connector_id, ts_ms, power FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?
        ORDER BY ts_ms, connector_id`,
@@ -474,8 +483,11 @@ export function createSqliteStore(
   };
 
   /**
-   * Telemetry is the hottest write: every record of one event-loop turn goes into one transaction, and each
-   * connector's live state is written once per batch, from its newest record, instead of once per record.
+   * Telemetry is the hottest write: every record of one event-loop turn goes into one transaction. Each
+   * connector's live state (its newest record) is kept in `live` once committed and written to `connectors`
+   * every few seconds (`persistLiveState`), not in every commit: there it touched about as many pages as the
+   * telemetry itself (measured: 10 % more requests served without it). Nothing is lost in a crash: at start,
+   * the telemetry stored since the live state was last written out (by row id) is replayed into `live`.
    */
   interface PendingTelemetry {
     deviceId: string;
@@ -484,23 +496,48 @@ export function createSqliteStore(
     resolve: (inserted: number) => void;
     reject: (err: unknown) => void;
   }
-  const insertTelemetryBatch = (batch: readonly PendingTelemetry[]): number[] => {
-    const newest = new Map<string, TelemetryRow>();
+  const live = createLiveConnectors();
+  /** Telemetry rows up to this id are reflected in `connectors` (the rest is in `live`). */
+  const liveStateUpTo = () =>
+    Number(
+      db.prepare('SELECT value FROM settings WHERE key = ?').pluck().get(LIVE_STATE_SETTING) ?? Number.NaN,
+    );
+  let newestTelemetryId = (db.prepare('SELECT MAX(id) FROM telemetry').pluck().get() as number | null) ?? 0;
+  {
+    const upTo = liveStateUpTo();
+    if (Number.isNaN(upTo)) stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
+    else for (const row of stmt.telemetrySince.iterate(upTo) as Iterable<LiveRow>) live.note(row);
+  }
+  const insertTelemetryBatch = (batch: readonly PendingTelemetry[]) => {
+    const newest = new Map<string, LiveRow>();
     const counts = batch.map((p) => {
       let n = 0;
       for (const t of p.records) {
         const row = telemetryRow(p.deviceId, t, p.receivedMs);
-        if (stmt.insertTelemetry.run(row).changes === 1) {
-          n++;
-          const key = `${p.deviceId}|${t.connector_id}`;
-          const seen = newest.get(key);
-          if (!seen || seen.ts_ms <= row.ts_ms) newest.set(key, row);
-        }
+        const result = stmt.insertTelemetry.run(row);
+        if (result.changes !== 1) continue;
+        n++;
+        const key = `${p.deviceId}|${t.connector_id}`;
+        const seen = newest.get(key);
+        if (!seen || seen.ts_ms <= row.ts_ms)
+          newest.set(key, Object.assign(row, { id: Number(result.lastInsertRowid) }));
       }
       return n;
     });
-    for (const row of newest.values()) stmt.upsertConnectorState.run(row);
-    return counts;
+    return { counts, newest: [...newest.values()] };
+  };
+  /** After the commit: the new rows' live state, then the callers. */
+  const settle = (
+    batch: readonly PendingTelemetry[],
+    { counts, newest }: ReturnType<typeof insertTelemetryBatch>,
+  ) => {
+    for (const row of newest) {
+      live.note(row);
+      if (row.id > newestTelemetryId) newestTelemetryId = row.id;
+    }
+    batch.forEach((p, i) => {
+      p.resolve(counts[i] ?? 0);
+    });
   };
   let pendingTelemetry: PendingTelemetry[] = [];
   const addTelemetry = (deviceId: string, records: readonly TelemetryRecord[], receivedMs: number) =>
@@ -515,19 +552,80 @@ export function createSqliteStore(
           return insertTelemetryBatch(batch);
         })
         .then(
-          (counts) => {
-            batch.forEach((p, i) => {
-              p.resolve(counts[i] ?? 0);
-            });
-          },
+          (result) => settle(batch, result),
           // One bad record must not fail its neighbours: retry each request on its own.
           () => {
             for (const p of batch) {
-              batcher.write(() => insertTelemetryBatch([p])[0] ?? 0).then(p.resolve, p.reject);
+              batcher.write(() => insertTelemetryBatch([p])).then((result) => settle([p], result), p.reject);
             }
           },
         );
     });
+
+  /** Writes the live state out, a chunk per write, then notes up to which telemetry row it is written. */
+  const writeLiveState = (rows: readonly LiveRow[]) => {
+    for (const row of rows) stmt.upsertConnectorState.run(row);
+  };
+  let persistingLive: Promise<void> | undefined;
+  const persistLiveState = (): Promise<void> => {
+    persistingLive ??= (async () => {
+      const upTo = newestTelemetryId;
+      const rows = live.pending();
+      for (let i = 0; i < rows.length; i += LIVE_STATE_CHUNK) {
+        const chunk = rows.slice(i, i + LIVE_STATE_CHUNK);
+        await batcher.write(() => writeLiveState(chunk));
+        live.written(chunk);
+      }
+      // Rows noted meanwhile are newer than `upTo`: they stay in `live`, and are replayed after a crash.
+      await batcher.write(() => stmt.setSetting.run(LIVE_STATE_SETTING, String(upTo)));
+    })().finally(() => {
+      persistingLive = undefined;
+    });
+    return persistingLive;
+  };
+  const liveStateTimer = setInterval(() => {
+    if (live.size() > 0) persistLiveState().catch(() => undefined);
+  }, LIVE_STATE_EVERY_MS);
+  liveStateTimer.unref();
+  /** What the main table holds of a device's connectors, with their live state from `live` over it. */
+  const withLiveState = (rows: RawConnector[], deviceIds: readonly string[]): ConnectorRow[] => {
+    const out = rows.map(toConnector);
+    const index = new Map(out.map((c) => [`${c.device_id}|${c.connector_id}`, c]));
+    let added = false;
+    for (const deviceId of deviceIds) {
+      for (const l of live.of(deviceId)) {
+        const state = {
+          state: l.state,
+          power: l.power,
+          voltage: l.voltage,
+          current: l.current,
+          energy_delivered: l.energy_delivered,
+          soc: l.soc,
+          temperature: l.temperature,
+          last_telemetry_ms: l.ts_ms,
+        };
+        const row = index.get(`${deviceId}|${l.connector_id}`);
+        if (row) Object.assign(row, state);
+        else {
+          // Learned from telemetry and not written yet: not V2G-capable until declared.
+          out.push({
+            device_id: deviceId,
+            connector_id: l.connector_id,
+            max_power_kw: null,
+            v2g_capable: false,
+            ...state,
+          });
+          added = true;
+        }
+      }
+    }
+    if (added) {
+      out.sort((a, b) =>
+        a.device_id === b.device_id ? a.connector_id - b.connector_id : a.device_id < b.device_id ? -1 : 1,
+      );
+    }
+    return out;
+  };
 
   // The admin CLI writes from another process; data_version changes when it commits. Admin changes made
   // through this connection (tests, an embedded admin API) bump `localChanges` instead.
@@ -712,11 +810,11 @@ export function createSqliteStore(
     },
 
     async listConnectors(deviceId) {
-      return (stmt.listConnectors.all(deviceId) as RawConnector[]).map(toConnector);
+      return withLiveState(stmt.listConnectors.all(deviceId) as RawConnector[], [deviceId]);
     },
     async getConnector(deviceId, connectorId) {
       const raw = stmt.getConnector.get(deviceId, connectorId) as RawConnector | undefined;
-      return raw ? toConnector(raw) : undefined;
+      return withLiveState(raw ? [raw] : [], [deviceId]).find((c) => c.connector_id === connectorId);
     },
     recordTelemetry(deviceId, records, receivedMs) {
       return addTelemetry(deviceId, records, receivedMs);
@@ -966,11 +1064,12 @@ export function createSqliteStore(
     },
     async listConnectorsOf(deviceIds) {
       if (deviceIds.length === 0) return [];
-      return (
+      return withLiveState(
         prepared(
           `SELECT * FROM connectors WHERE device_id IN (${placeholders(deviceIds.length)}) ORDER BY device_id, connector_id`,
-        ).all(...deviceIds) as RawConnector[]
-      ).map(toConnector);
+        ).all(...deviceIds) as RawConnector[],
+        deviceIds,
+      );
     },
     async listSitesFor(operatorIds, page, size) {
       if (operatorIds.length === 0) return { total: 0, page, size, items: [] };
@@ -1123,7 +1222,17 @@ export function createSqliteStore(
       return (dataVersion.get() as number) * 1_000_000 + localChanges;
     },
     async close() {
+      clearInterval(liveStateTimer);
+      await persistingLive?.catch(() => undefined);
       batcher.drain();
+      // The live state still pending goes out with the last commit.
+      const rows = live.pending();
+      if (rows.length > 0) {
+        db.transaction(() => {
+          writeLiveState(rows);
+          stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
+        })();
+      }
       await checkpointer?.close();
       db.close();
     },
