@@ -79,10 +79,28 @@ export function createMetrics(sources: {
   return {
     recorder,
     install(app: FastifyInstance) {
-      app.addHook('onResponse', async (request, reply) => {
+      // Per request: the labelled series are looked up once per route, method and status, not hashed anew.
+      const counted = new Map<string, { inc(): void }>();
+      const timed = new Map<string, { observe(seconds: number): void }>();
+      app.addHook('onResponse', (request, reply, done) => {
         const route = request.routeOptions.url ?? 'unmatched';
-        requests.inc({ route, method: request.method, status: String(reply.statusCode) });
-        latency.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+        const method = request.method;
+        const status = reply.statusCode;
+        const routeKey = `${method} ${route}`;
+        const countKey = `${routeKey} ${status}`;
+        let counter = counted.get(countKey);
+        if (!counter) {
+          counter = requests.labels(route, method, String(status));
+          counted.set(countKey, counter);
+        }
+        counter.inc();
+        let histogram = timed.get(routeKey);
+        if (!histogram) {
+          histogram = latency.labels(route, method);
+          timed.set(routeKey, histogram);
+        }
+        histogram.observe(reply.elapsedTime / 1000);
+        done();
       });
       app.get('/metrics', async (_request, reply) => {
         reply.header('content-type', registry.contentType);
