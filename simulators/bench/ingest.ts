@@ -3,15 +3,19 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import type { Pool } from 'undici';
 import { call, startBenchPlatform } from './bench-platform.js';
-import { runLoad } from './load-generator.js';
+import { type LoadRound, openLoadPool, runLoad, summarizeLoad } from './load-generator.js';
 
 /**
  * Ingest benchmark: authenticated telemetry POSTs over HTTPS keep-alive at full speed from many chargers (so
  * that none exceeds its own 10/s limit), against the platform and, in the same run with the same generator and
  * certificate, against a bare node:https server answering the same request. Prints rps, p50/p99 and the ratio,
  * and checks that every accepted record was stored.
- * Usage: npm run bench:ingest [-- --devices 1000 --connections 64 --seconds 15]
+ *
+ * The two are measured in alternating rounds (platform, bare, bare, platform, ...) over the same connections,
+ * so that a machine whose speed drifts during the run (a shared host) weighs on both alike.
+ * Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
  */
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -19,12 +23,14 @@ function arg(name: string, fallback: number): number {
 }
 
 export async function measureIngest(
-  DEVICES = arg('devices', 1000),
+  DEVICES = arg('devices', 2000),
   CONNECTIONS = arg('connections', 64),
   SECONDS = arg('seconds', 15),
+  ROUNDS = arg('rounds', 5),
 ) {
   const platform = await startBenchPlatform();
   let bare: ReturnType<typeof spawn> | undefined;
+  const pools: Pool[] = [];
   try {
     // Chargers register over the API; tokens for the load.
     const devices: Array<{ token: string; n: number }> = [];
@@ -64,22 +70,6 @@ export async function measureIngest(
       };
     };
 
-    const origin = platform.url;
-    const warm = await runLoad({
-      origin,
-      ca: platform.ca,
-      connections: CONNECTIONS,
-      durationMs: 2000,
-      next: request,
-    });
-    const onPlatform = await runLoad({
-      origin,
-      ca: platform.ca,
-      connections: CONNECTIONS,
-      durationMs: SECONDS * 1000,
-      next: request,
-    });
-
     const tlsDir = join(platform.dataDir, 'tls');
     bare = spawn(
       process.execPath,
@@ -93,42 +83,52 @@ export async function measureIngest(
     const barePort = await new Promise<number>((resolve) =>
       bare!.stdout!.once('data', (b: Buffer) => resolve(Number(String(b).trim()))),
     );
-    const bareOrigin = `https://localhost:${barePort}`;
-    await runLoad({
-      origin: bareOrigin,
-      ca: platform.ca,
-      connections: CONNECTIONS,
-      durationMs: 2000,
-      next: request,
-    });
-    const onBare = await runLoad({
-      origin: bareOrigin,
-      ca: platform.ca,
-      connections: CONNECTIONS,
-      durationMs: SECONDS * 1000,
-      next: request,
-    });
+    const targets = {
+      platform: openLoadPool(platform.url, platform.ca, CONNECTIONS),
+      bare: openLoadPool(`https://localhost:${barePort}`, platform.ca, CONNECTIONS),
+    };
+    pools.push(targets.platform, targets.bare);
+    const round = (pool: Pool, ms: number) =>
+      runLoad({ pool, connections: CONNECTIONS, durationMs: ms, next: request });
+
+    // Warm-up: connections, JIT, the platform's caches; not counted (but stored, and checked below).
+    const warm = [await round(targets.platform, 2000), await round(targets.bare, 2000)];
+    const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[] };
+    const roundMs = (SECONDS * 1000) / ROUNDS;
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? (['platform', 'bare'] as const) : (['bare', 'platform'] as const);
+      for (const which of order) rounds[which].push(await round(targets[which], roundMs));
+    }
+    const onPlatform = summarizeLoad(rounds.platform);
+    const onBare = summarizeLoad(rounds.bare);
 
     // Every acknowledged record must be in the database.
     const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
     const stored = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
     db.close();
-    const acknowledged = (warm.statusCounts['200'] ?? 0) + (onPlatform.statusCounts['200'] ?? 0);
+    const acknowledged = [warm[0]!, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0);
 
     const result = {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,
       devices: DEVICES,
       connections: CONNECTIONS,
       seconds: SECONDS,
+      rounds: ROUNDS,
       platform: onPlatform,
       bare_https: onBare,
       ratio: Math.round((onPlatform.rps / onBare.rps) * 1000) / 1000,
+      /** Each round's requests per second, in the order measured: how much the machine drifted. */
+      rps_by_round: {
+        platform: rounds.platform.map((r) => Math.round(r.latencies.length / r.seconds)),
+        bare: rounds.bare.map((r) => Math.round(r.latencies.length / r.seconds)),
+      },
       acknowledged,
       stored,
       all_stored: stored === acknowledged,
     };
     return result;
   } finally {
+    await Promise.all(pools.map((p) => p.close()));
     bare?.kill('SIGTERM');
     await platform.stop();
   }

@@ -16,19 +16,30 @@ export interface LoadResult {
   p99_ms: number;
 }
 
+/** One timed run: what `summarizeLoad` adds up. */
+export interface LoadRound {
+  errors: number;
+  statusCounts: Record<string, number>;
+  seconds: number;
+  /** Round-trip of every answered request, ms. */
+  latencies: number[];
+}
+
+export type Request = { path: string; headers: Record<string, string>; body: string };
+
+/** Keep-alive connections to `origin`, kept across rounds (their TLS handshakes are not part of a round). */
+export function openLoadPool(origin: string, ca: string, connections: number): Pool {
+  return new Pool(origin, { connect: { ca }, connections, pipelining: 1 });
+}
+
 export async function runLoad(opts: {
-  origin: string;
-  ca: string;
+  pool: Pool;
   connections: number;
   durationMs: number;
   /** Builds request number `i`: path, headers and body. */
-  next: (i: number) => { path: string; headers: Record<string, string>; body: string };
-}): Promise<LoadResult> {
-  const pool = new Pool(opts.origin, {
-    connect: { ca: opts.ca },
-    connections: opts.connections,
-    pipelining: 1,
-  });
+  next: (i: number) => Request;
+}): Promise<LoadRound> {
+  const { pool } = opts;
   const latencies: number[] = [];
   const statusCounts: Record<string, number> = {};
   let errors = 0;
@@ -56,18 +67,26 @@ export async function runLoad(opts: {
     }
   };
   await Promise.all(Array.from({ length: opts.connections }, worker));
-  const seconds = (performance.now() - start) / 1000;
-  await pool.close();
-  latencies.sort((a, b) => a - b);
+  return { errors, statusCounts, seconds: (performance.now() - start) / 1000, latencies };
+}
+
+/** Rounds added up: requests and time summed, percentiles over every latency of every round. */
+export function summarizeLoad(rounds: readonly LoadRound[]): LoadResult {
+  const latencies = rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const seconds = rounds.reduce((s, r) => s + r.seconds, 0);
+  const statusCounts: Record<string, number> = {};
+  for (const r of rounds)
+    for (const [status, n] of Object.entries(r.statusCounts))
+      statusCounts[status] = (statusCounts[status] ?? 0) + n;
   const pct = (p: number) =>
     Math.round((latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0) * 100) /
     100;
   return {
     requests: latencies.length,
-    errors,
+    errors: rounds.reduce((s, r) => s + r.errors, 0),
     statusCounts,
     seconds: Math.round(seconds * 100) / 100,
-    rps: Math.round(latencies.length / seconds),
+    rps: seconds > 0 ? Math.round(latencies.length / seconds) : 0,
     p50_ms: pct(0.5),
     p99_ms: pct(0.99),
   };

@@ -33,11 +33,15 @@ const log = (name: string, figures: unknown) => {
 };
 const block = (figures: unknown) => `\`\`\`json\n${JSON.stringify(figures, null, 2)}\n\`\`\``;
 
-const ingest = await measureIngest(1000, 64, 15);
+const ingest = await measureIngest(2000, 64, 15, 5);
 log('ingest', ingest);
 sections.push(`## Ingest — goal: platform ≥ 50 % of a bare node:https server, every record stored
 
-Command: \`node dist/simulators/bench/ingest.js --devices 1000 --connections 64 --seconds 15\`
+Command: \`node dist/simulators/bench/ingest.js --devices 2000 --connections 64 --seconds 15 --rounds 5\`
+
+The platform and the bare server are measured in five alternating rounds of 3 s each (platform, bare, bare,
+platform, ...) over the same keep-alive connections, so that drift of the shared machine weighs on both alike;
+\`rps_by_round\` shows how much it drifted.
 
 Platform **${ingest.platform.rps} req/s** (p50 ${ingest.platform.p50_ms} ms, p99 ${ingest.platform.p99_ms} ms) against bare
 node:https **${ingest.bare_https.rps} req/s** (p50 ${ingest.bare_https.p50_ms} ms, p99 ${ingest.bare_https.p99_ms} ms): ratio
