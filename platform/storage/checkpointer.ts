@@ -76,7 +76,7 @@ export function startCheckpointer(
   const input: WorkerInput = {
     driverPath: createRequire(import.meta.url).resolve('better-sqlite3'),
     dbPath,
-    intervalMs: options.intervalMs ?? 100,
+    intervalMs: options.intervalMs ?? 500,
     restartAtFrames: options.restartAtFrames ?? 16_384,
   };
   const worker = new Worker(
