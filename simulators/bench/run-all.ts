@@ -123,7 +123,7 @@ const doc = `# Benchmarks
 
 Written by \`npm run bench\` on ${new Date().toISOString()}.
 Machine: ${machine}. Each figure is measured beside its baseline in the same run.
-Command: \`${process.env.NODE_OPTIONS ? `NODE_OPTIONS=${process.env.NODE_OPTIONS} ` : ''}npm run bench\` (every benchmark below in turn).
+Command: \`${process.env.NODE_OPTIONS ? `NODE_OPTIONS=${process.env.NODE_OPTIONS} ` : ''}npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\` (every benchmark below in turn).
 
 ${sections.join('\n\n')}
 `;
