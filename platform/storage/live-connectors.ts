@@ -37,9 +37,6 @@ export function createLiveConnectors() {
     of(deviceId: string): Iterable<LiveRow> {
       return byDevice.get(deviceId)?.values() ?? [];
     },
-    get(deviceId: string, connectorId: number): LiveRow | undefined {
-      return byDevice.get(deviceId)?.get(connectorId);
-    },
     size: () => size,
     /** Everything pending, to be written out. */
     pending(): LiveRow[] {
@@ -59,4 +56,3 @@ export function createLiveConnectors() {
     },
   };
 }
-export type LiveConnectors = ReturnType<typeof createLiveConnectors>;

@@ -497,16 +497,12 @@ export function createSqliteStore(
     reject: (err: unknown) => void;
   }
   const live = createLiveConnectors();
-  /** Telemetry rows up to this id are reflected in `connectors` (the rest is in `live`). */
-  const liveStateUpTo = () =>
-    Number(
-      db.prepare('SELECT value FROM settings WHERE key = ?').pluck().get(LIVE_STATE_SETTING) ?? Number.NaN,
-    );
   let newestTelemetryId = (db.prepare('SELECT MAX(id) FROM telemetry').pluck().get() as number | null) ?? 0;
   {
-    const upTo = liveStateUpTo();
-    if (Number.isNaN(upTo)) stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
-    else for (const row of stmt.telemetrySince.iterate(upTo) as Iterable<LiveRow>) live.note(row);
+    // Telemetry rows up to this id are reflected in `connectors`; the rest is replayed into `live`.
+    const upTo = db.prepare('SELECT value FROM settings WHERE key = ?').pluck().get(LIVE_STATE_SETTING);
+    if (upTo === undefined) stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
+    else for (const row of stmt.telemetrySince.iterate(Number(upTo)) as Iterable<LiveRow>) live.note(row);
   }
   const insertTelemetryBatch = (batch: readonly PendingTelemetry[]) => {
     const newest = new Map<string, LiveRow>();
@@ -605,8 +601,10 @@ export function createSqliteStore(
           last_telemetry_ms: l.ts_ms,
         };
         const row = index.get(`${deviceId}|${l.connector_id}`);
-        if (row) Object.assign(row, state);
-        else {
+        if (row) {
+          // A record that arrived late (an outbox replayed after an outage) is older than what was written out.
+          if (row.last_telemetry_ms === null || row.last_telemetry_ms <= l.ts_ms) Object.assign(row, state);
+        } else {
           // Learned from telemetry and not written yet: not V2G-capable until declared.
           out.push({
             device_id: deviceId,

@@ -76,6 +76,37 @@ describe("connectors' live state", () => {
     expect(await store().listConnectors(id)).toEqual(expected);
   });
 
+  it('does not let a late, older record hide the state already written out', async () => {
+    const a = store();
+    const reg = await a.registerDevice(
+      { sn: 'SN-LATE', model: 'M', manufacturer: 'A', firmware_version: '1' },
+      { registration: 'open' },
+    );
+    if (reg.kind !== 'registered') throw new Error(reg.kind);
+    const id = reg.device.device_id;
+    await a.recordTelemetry(id, [{ timestamp: at(20), connector_id: 1, state: 'charging', power: 9 }], T0);
+    await a.close();
+    open.splice(open.indexOf(a), 1);
+    expect(table()).toEqual([{ connector_id: 1, power: 9, last_telemetry_ms: T0 + 20_000 }]);
+
+    // An outbox replayed after an outage: stored, but older than the state the table holds.
+    const b = store();
+    expect(
+      await b.recordTelemetry(id, [{ timestamp: at(5), connector_id: 1, state: 'idle', power: 0 }], T0),
+    ).toBe(1);
+    const current = expect.objectContaining({
+      connector_id: 1,
+      state: 'charging',
+      power: 9,
+      last_telemetry_ms: T0 + 20_000,
+    });
+    expect(await b.listConnectors(id)).toEqual([current]);
+    expect(await b.getConnector(id, 1)).toEqual(current);
+    await b.close();
+    open.splice(open.indexOf(b), 1);
+    expect(table()).toEqual([{ connector_id: 1, power: 9, last_telemetry_ms: T0 + 20_000 }]);
+  });
+
   it('is written out every 5 s while the platform runs', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
