@@ -1,22 +1,19 @@
+import type { ConnectorRow } from './store.js';
+
 /**
  * Connectors' live state not yet written to the `connectors` table: the newest stored telemetry row of each
  * (device, connector). The store reads through it and writes it out every few seconds (`sqlite-store.ts`):
  * written in every telemetry commit, the live state touched about as many pages as the telemetry itself.
  */
-export interface LiveRow {
+export type LiveRow = Pick<
+  ConnectorRow,
+  'device_id' | 'connector_id' | 'power' | 'voltage' | 'current' | 'energy_delivered' | 'soc' | 'temperature'
+> & {
   /** The telemetry row's id: what the store has written out is tracked by it. */
   id: number;
-  device_id: string;
-  connector_id: number;
   ts_ms: number;
   state: string;
-  power: number | null;
-  voltage: number | null;
-  current: number | null;
-  energy_delivered: number | null;
-  soc: number | null;
-  temperature: number | null;
-}
+};
 
 export function createLiveConnectors() {
   const byDevice = new Map<string, Map<number, LiveRow>>();
