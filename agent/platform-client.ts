@@ -399,8 +399,9 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       : undefined;
   const dispatcher = options.dispatcher ?? ownDispatcher;
 
-  const origin = new URL(baseUrl).origin;
-  const basePath = new URL(baseUrl).pathname.replace(/\/+$/, '');
+  const base = new URL(baseUrl);
+  const origin = base.origin;
+  const basePath = base.pathname.replace(/\/+$/, '');
 
   function send(call: Call): Promise<RawResponse> {
     const headers: Record<string, string> = {

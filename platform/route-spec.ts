@@ -88,12 +88,12 @@ function refuse(
 
 /** Counts the request against `subject`'s budget, sets the RateLimit headers, and refuses (429) past it. */
 function applyDecision(ctx: PlatformContext, rate: RateClass, decision: RateDecision, reply: FastifyReply) {
-  const headers = {
-    'ratelimit-policy': ctx.rateLimiter.policyHeader(rate),
-    ratelimit: rateLimitHeader(rate, decision),
-  };
-  reply.header('ratelimit-policy', headers['ratelimit-policy']).header('ratelimit', headers.ratelimit);
-  if (!decision.allowed) throw refuse(ctx, rate, decision, headers);
+  const policy = ctx.rateLimiter.policyHeader(rate);
+  const current = rateLimitHeader(rate, decision);
+  reply.header('ratelimit-policy', policy).header('ratelimit', current);
+  // The 429's own headers repeat them: that object is built only for a refusal.
+  if (!decision.allowed)
+    throw refuse(ctx, rate, decision, { 'ratelimit-policy': policy, ratelimit: current });
 }
 
 /** Synchronous when the limiter's store is (the in-memory one): no promise per request on the hot path. */

@@ -454,8 +454,9 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   // Each charger's long poll has a connection of its own (a `Client`, made at its first poll): in one pool of
   // thousands of connections, undici would look through them all for a free one on every poll.
   const pollConnections = new Set<Client>();
+  const platformOrigin = new URL(options.platformUrl).origin;
   const pollConnection = (): Client => {
-    const client = new Client(new URL(options.platformUrl).origin, {
+    const client = new Client(platformOrigin, {
       connect,
       keepAliveTimeout: 60_000,
       keepAliveMaxTimeout: 600_000,
