@@ -1,63 +1,86 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLiveness, PERSIST_CHUNK, PERSIST_STALENESS_MS } from '../../../platform/liveness.js';
+import { loadOrCreatePlatformKeys } from '../../../platform/platform-keys.js';
+import { createSqliteStore } from '../../../platform/storage/sqlite-store.js';
 import type { Store } from '../../../platform/storage/store.js';
-
-/** The liveness's only use of the store: last-seen writes, recorded write by write. */
-function recordingStore() {
-  const writes: Array<Map<string, number>> = [];
-  const store = {
-    touchDevices: async (seen: Map<string, number>) => {
-      writes.push(new Map(seen));
-    },
-  } as unknown as Store;
-  return { store, writes };
-}
 
 describe('liveness persistence', () => {
   let t = 1_000_000;
+  let dir: string;
+  let store: Store;
+  /** The real store's last-seen writes, write by write (each still reaches the database). */
+  let writes: Array<Map<string, number>>;
   beforeEach(() => {
-    vi.useFakeTimers();
+    // Only the liveness's own tick is faked: the store commits on real timers.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    dir = mkdtempSync(path.join(tmpdir(), 'liveness-'));
+    store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+    writes = [];
+    const touch = store.touchDevices.bind(store);
+    vi.spyOn(store, 'touchDevices').mockImplementation((seen) => {
+      writes.push(new Map(seen));
+      return touch(seen);
+    });
   });
-  afterEach(() => {
+  afterEach(async () => {
     vi.useRealTimers();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
   });
+
+  const register = async (sn: string) => {
+    const reg = await store.registerDevice(
+      { sn, model: 'M', manufacturer: 'A', firmware_version: '1' },
+      { registration: 'open' },
+    );
+    if (reg.kind !== 'registered') throw new Error(reg.kind);
+    return reg.device.device_id;
+  };
 
   it('writes a fleet in chunks, and a device again only once its time moved on by the staleness bound', async () => {
-    const { store, writes } = recordingStore();
     const liveness = createLiveness(store, () => t, undefined, 5_000);
-    const fleet = Array.from({ length: 2 * PERSIST_CHUNK + 10 }, (_, i) => `dev_${i}`);
+    const device = await register('SN-SEEN');
+    const fleet = [device, ...Array.from({ length: 2 * PERSIST_CHUNK + 9 }, (_, i) => `dev_${i}`)];
     for (const id of fleet) liveness.markSeen(id);
     await vi.advanceTimersByTimeAsync(5_000);
-    expect(writes.map((w) => w.size)).toEqual([PERSIST_CHUNK, PERSIST_CHUNK, 10]);
+    await vi.waitFor(() => expect(writes.map((w) => w.size)).toEqual([PERSIST_CHUNK, PERSIST_CHUNK, 10]));
     expect(new Set(writes.flatMap((w) => [...w.keys()]))).toEqual(new Set(fleet));
+    await vi.waitFor(async () => expect((await store.getDevice(device))?.last_seen_ms).toBe(t));
 
     // Seen again soon after: not written again until its time is PERSIST_STALENESS_MS ahead of the database.
+    // (A tick that writes makes its first write at once: what a tick has not written by now, it does not write.)
     writes.length = 0;
     t += PERSIST_STALENESS_MS - 1;
-    liveness.markSeen('dev_1');
+    liveness.markSeen(device);
     await vi.advanceTimersByTimeAsync(5_000);
     expect(writes).toEqual([]);
     t += 1;
-    liveness.markSeen('dev_1');
+    liveness.markSeen(device);
     await vi.advanceTimersByTimeAsync(5_000);
-    expect(writes).toEqual([new Map([['dev_1', t]])]);
+    expect(writes).toEqual([new Map([[device, t]])]);
+    await vi.waitFor(async () => expect((await store.getDevice(device))?.last_seen_ms).toBe(t));
 
     // A flush writes every pending time exactly, however recent.
     writes.length = 0;
     t += 10;
-    liveness.markSeen('dev_2');
+    liveness.markSeen(device);
     await liveness.flush();
-    expect(writes).toEqual([new Map([['dev_2', t]])]);
+    expect(writes).toEqual([new Map([[device, t]])]);
+    expect((await store.getDevice(device))?.last_seen_ms).toBe(t);
     await liveness.flush();
     expect(writes).toHaveLength(1);
     await liveness.close();
   });
 
   it('close writes what is pending', async () => {
-    const { store, writes } = recordingStore();
     const liveness = createLiveness(store, () => t, undefined, 5_000);
-    liveness.markSeen('dev_a');
+    const device = await register('SN-CLOSE');
+    liveness.markSeen(device);
     await liveness.close();
-    expect(writes).toEqual([new Map([['dev_a', t]])]);
+    expect(writes).toEqual([new Map([[device, t]])]);
+    expect((await store.getDevice(device))?.last_seen_ms).toBe(t);
   });
 });
