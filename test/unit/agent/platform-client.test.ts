@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { type Dispatcher, MockAgent } from 'undici';
+import { MockAgent, Pool } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentFatalError, EXIT_IDENTITY_REFUSED } from '../../../agent/agent-errors.js';
 import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
@@ -311,27 +311,40 @@ describe('regressions: answers that are not the platform speaking', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('gives up at its deadline a request that never got a connection, and aborts it if one comes later', async () => {
-    let handler: Dispatcher.DispatchHandler | undefined;
-    const stuck = {
-      dispatch(_opts: Dispatcher.DispatchOptions, h: Dispatcher.DispatchHandler) {
-        handler = h; // a pool with no free connection: nothing happens until one frees up
-        return false;
-      },
-    } as unknown as Dispatcher;
-    const client = createPlatformClient({ baseUrl: BASE, dispatcher: stuck, timeoutMs: 100 });
-    const started = Date.now();
-    const error = await caught(client.exchangeToken('dev_1', 's'));
-    expect(error).toMatchObject({ kind: 'network', retryable: true });
-    expect(error.message).toMatch(/no complete answer within 100 ms/);
-    expect(Date.now() - started).toBeLessThan(1_000);
-    // The connection frees up after all: the request is aborted at once, not sent.
-    const abort = vi.fn();
-    handler?.onRequestStart?.(
-      { abort, pause: () => undefined, resume: () => undefined, aborted: false, paused: false, reason: null },
-      {},
-    );
-    expect(abort).toHaveBeenCalledTimes(1);
+  it('gives up at its deadline a request that never got a connection, and does not send it when one frees up', async () => {
+    // A real pool of one connection, held by a first request the server answers only when told to.
+    const seen: string[] = [];
+    let answerFirst: (() => void) | undefined;
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      answerFirst = () => res.writeHead(503, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const pool = new Pool(baseUrl, { connections: 1 });
+    const patient = createPlatformClient({ baseUrl, dispatcher: pool, timeoutMs: 10_000 });
+    const hasty = createPlatformClient({ baseUrl, dispatcher: pool, timeoutMs: 100 });
+    try {
+      const first = caught(patient.exchangeToken('dev_1', 's'));
+      await vi.waitFor(() => expect(seen).toHaveLength(1));
+
+      const started = Date.now();
+      const error = await caught(hasty.exchangeToken('dev_2', 's'));
+      expect(error).toMatchObject({ kind: 'network', retryable: true });
+      expect(error.message).toMatch(/no complete answer within 100 ms/);
+      expect(Date.now() - started).toBeLessThan(1_000);
+
+      // The connection frees up after all: the request given up is not sent on it.
+      answerFirst?.();
+      expect(await first).toMatchObject({ status: 503 });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(seen).toEqual(['POST /v1/device/token']);
+    } finally {
+      await pool.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('does not pass a refused token exchange off as a refusal of the request that needed the token', async () => {
