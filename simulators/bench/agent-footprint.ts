@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { benchArgsOrExit } from './bench-args.js';
 import { startBenchPlatform } from './bench-platform.js';
 import { type ProcessSample, sampleProcess, summarizeSamples } from './process-sampler.js';
 
@@ -16,10 +17,8 @@ import { type ProcessSample, sampleProcess, summarizeSamples } from './process-s
  * Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10]
  */
 const AGENT_CLI = fileURLToPath(new URL('../../agent/cli.js', import.meta.url));
-const minutesArg = process.argv.indexOf('--minutes');
-const MINUTES = minutesArg > 0 ? Number(process.argv[minutesArg + 1]) : 10;
 
-export async function measureAgentFootprint(minutes = MINUTES) {
+export async function measureAgentFootprint(minutes = 10) {
   const platform = await startBenchPlatform();
   const dir = await mkdtemp(join(tmpdir(), 'cp-agent-foot-'));
   let agent: ChildProcess | undefined;
@@ -90,5 +89,10 @@ export async function measureAgentFootprint(minutes = MINUTES) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(`${JSON.stringify(await measureAgentFootprint(), null, 2)}\n`);
+  const { values } = benchArgsOrExit({
+    usage: `Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10]
+  RSS and CPU of one charger-agent at cadence beside a bare Node process`,
+    options: { minutes: { default: 10, help: 'minutes measured after a 30 s warm-up' } },
+  });
+  process.stdout.write(`${JSON.stringify(await measureAgentFootprint(values.minutes), null, 2)}\n`);
 }

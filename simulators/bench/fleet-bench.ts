@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { request } from 'undici';
 import { runFleet } from '../fleet/fleet-runner.js';
 import { runFleetInWorkers } from '../fleet/fleet-workers.js';
+import { benchArgsOrExit } from './bench-args.js';
 import { type BenchPlatform, call, startBenchPlatform } from './bench-platform.js';
 import { type ProcessSample, sampleProcess } from './process-sampler.js';
 
@@ -21,11 +22,6 @@ import { type ProcessSample, sampleProcess } from './process-sampler.js';
  *        node dist/simulators/bench/fleet-bench.js search --count 2000 --step 1000 --minutes 5 --runs 4
  *        node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300
  */
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
 async function sandboxPlatform(): Promise<BenchPlatform> {
   return startBenchPlatform(['--env', 'sandbox']);
 }
@@ -249,23 +245,32 @@ export async function measureCommandLatency(count: number, commands: number) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const mode = process.argv[2];
+  const { mode, values, given } = benchArgsOrExit({
+    usage: `Usage: node dist/simulators/bench/fleet-bench.js [fleet|search|command] [options]
+  fleet    N chargers all charging for --minutes: errors, steady p99, requests/s, RSS (default mode)
+  search   the largest N that fleet sustains (zero errors, p99 < ${FLEET_P99_GOAL_MS} ms), from --count by --step
+  command  --count chargers connected; --commands operator stops, POST to the agent's succeeded report`,
+    modes: ['fleet', 'search', 'command'],
+    options: {
+      count: { default: 2000, defaultText: '2000; command: 1000', integer: true, help: 'chargers' },
+      minutes: { default: 5, help: 'fleet, search: minutes of steady load per run' },
+      workers: { default: 1, integer: true, help: 'fleet, search: worker threads of the simulator' },
+      connections: {
+        default: 0,
+        zero: true,
+        integer: true,
+        help: 'fleet: request pool size, 0 = the default',
+      },
+      step: { default: 1000, integer: true, help: 'search: chargers added or removed per run' },
+      runs: { default: 4, integer: true, help: 'search: runs at most' },
+      commands: { default: 300, integer: true, help: 'command: stops sent' },
+    },
+  });
   const result =
     mode === 'command'
-      ? await measureCommandLatency(arg('count', 1000), arg('commands', 300))
+      ? await measureCommandLatency(given.has('count') ? values.count : 1000, values.commands)
       : mode === 'search'
-        ? await searchFleet(
-            arg('count', 2000),
-            arg('step', 1000),
-            arg('minutes', 5),
-            arg('runs', 4),
-            arg('workers', 1),
-          )
-        : await measureFleet(
-            arg('count', 2000),
-            arg('minutes', 5),
-            arg('connections', 0) || undefined,
-            arg('workers', 1),
-          );
+        ? await searchFleet(values.count, values.step, values.minutes, values.runs, values.workers)
+        : await measureFleet(values.count, values.minutes, values.connections || undefined, values.workers);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

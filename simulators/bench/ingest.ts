@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import type { Pool } from 'undici';
+import { benchArgsOrExit } from './bench-args.js';
 import { call, startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, openLoadPool, runLoad, summarizeLoad } from './load-generator.js';
 
@@ -17,17 +18,7 @@ import { type LoadRound, openLoadPool, runLoad, summarizeLoad } from './load-gen
  * so that a machine whose speed drifts during the run (a shared host) weighs on both alike.
  * Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
  */
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-export async function measureIngest(
-  DEVICES = arg('devices', 2000),
-  CONNECTIONS = arg('connections', 64),
-  SECONDS = arg('seconds', 15),
-  ROUNDS = arg('rounds', 5),
-) {
+export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 15, ROUNDS = 5) {
   const platform = await startBenchPlatform();
   let bare: ReturnType<typeof spawn> | undefined;
   const pools: Pool[] = [];
@@ -135,5 +126,18 @@ export async function measureIngest(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(`${JSON.stringify(await measureIngest(), null, 2)}\n`);
+  const { values } = benchArgsOrExit({
+    usage: `Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
+  authenticated telemetry POSTs at full speed, platform against a bare node:https server, in alternating rounds`,
+    options: {
+      devices: { default: 2000, integer: true, help: 'chargers sending (none over its own rate limit)' },
+      connections: { default: 64, integer: true, help: 'keep-alive connections of the load generator' },
+      seconds: { default: 15, help: 'seconds of load for each side, split over the rounds' },
+      rounds: { default: 5, integer: true, help: 'alternating rounds' },
+    },
+  });
+  const { devices, connections, seconds, rounds } = values;
+  process.stdout.write(
+    `${JSON.stringify(await measureIngest(devices, connections, seconds, rounds), null, 2)}\n`,
+  );
 }

@@ -2,6 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
+import { benchArgsOrExit } from './bench-args.js';
 import { benchDevice, benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
 
 /**
@@ -11,11 +12,7 @@ import { benchDevice, benchTenant, call, startBenchPlatform, summarize } from '.
  *   stream:    telemetry POSTs from several chargers; time from sending the POST to the WebSocket message.
  * Usage: npm run bench:latency [-- --samples 200]
  */
-const samplesArg = process.argv.indexOf('--samples');
-
-export async function measureLongPollAndStreamLatency(
-  SAMPLES = samplesArg > 0 ? Number(process.argv[samplesArg + 1]) : 200,
-) {
+export async function measureLongPollAndStreamLatency(SAMPLES = 200) {
   const platform = await startBenchPlatform();
   try {
     const tenant = await benchTenant(platform, 'Latency Bench');
@@ -120,5 +117,10 @@ export async function measureLongPollAndStreamLatency(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(`${JSON.stringify(await measureLongPollAndStreamLatency(), null, 2)}\n`);
+  const { values } = benchArgsOrExit({
+    usage: `Usage: npm run bench:latency [-- --samples 200]
+  long-poll wake-up (operator stop to the waiting poll's answer) and stream latency, on loopback`,
+    options: { samples: { default: 200, integer: true, help: 'samples of each' } },
+  });
+  process.stdout.write(`${JSON.stringify(await measureLongPollAndStreamLatency(values.samples), null, 2)}\n`);
 }

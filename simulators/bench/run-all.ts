@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { measureAgentFootprint } from './agent-footprint.js';
+import { benchArgsOrExit } from './bench-args.js';
 import { measureCommandLatency, searchFleet } from './fleet-bench.js';
 import { measureIngest } from './ingest.js';
 import { measureLongPollAndStreamLatency } from './latency.js';
@@ -14,17 +15,25 @@ import { measureStreamRate } from './stream-rate.js';
  *   --fleet-count N (first N tried, default 4000)  --fleet-step N (default 1000)  --fleet-runs K (default 3)
  *   --fleet-minutes M (default 5)  --fleet-workers W (default 2)  --footprint-minutes M (default 10)
  */
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-}
-const FLEET_COUNT = arg('fleet-count', 4000);
-const FLEET_STEP = arg('fleet-step', 1000);
-const FLEET_RUNS = arg('fleet-runs', 3);
-const FLEET_MINUTES = arg('fleet-minutes', 5);
-// Two worker threads: smaller heaps, collected apart (docs/simulators.md, "Worker threads").
-const FLEET_WORKERS = arg('fleet-workers', 2);
-const FOOTPRINT_MINUTES = arg('footprint-minutes', 10);
+const { values } = benchArgsOrExit({
+  usage: `Usage: npm run bench [-- options]
+  every benchmark in turn (about 40 minutes); figures printed and written to docs/benchmarks.md`,
+  options: {
+    'fleet-count': { default: 4000, integer: true, help: 'fleet search: first N tried' },
+    'fleet-step': { default: 1000, integer: true, help: 'fleet search: step' },
+    'fleet-runs': { default: 3, integer: true, help: 'fleet search: runs at most' },
+    'fleet-minutes': { default: 5, help: 'fleet search: minutes per run' },
+    // Two worker threads: smaller heaps, collected apart (docs/simulators.md, "Worker threads").
+    'fleet-workers': { default: 2, integer: true, help: 'fleet search: worker threads' },
+    'footprint-minutes': { default: 10, help: 'agent footprint: minutes' },
+  },
+});
+const FLEET_COUNT = values['fleet-count'];
+const FLEET_STEP = values['fleet-step'];
+const FLEET_RUNS = values['fleet-runs'];
+const FLEET_MINUTES = values['fleet-minutes'];
+const FLEET_WORKERS = values['fleet-workers'];
+const FOOTPRINT_MINUTES = values['footprint-minutes'];
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}, Node ${process.version}`;
 const sections: string[] = [];

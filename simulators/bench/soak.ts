@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_RAMP_MS_PER_CHARGER, type FleetSummary, runFleet } from '../fleet/fleet-runner.js';
 import { runFleetInWorkers } from '../fleet/fleet-workers.js';
+import { benchArgsOrExit } from './bench-args.js';
 import { startBenchPlatform } from './bench-platform.js';
 import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js';
 import { type SoakSample, sampleTable, summarizeSoak, toMiB } from './soak-summary.js';
@@ -21,21 +22,21 @@ import { type SoakSample, sampleTable, summarizeSoak, toMiB } from './soak-summa
  * Exit code 0 when every verdict passes and the fleet had no errors, 1 otherwise, 2 on a usage error.
  */
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const value = Number(process.argv[i + 1]);
-  if (!Number.isFinite(value) || value <= 0) {
-    process.stderr.write(`--${name} must be a positive number\n`);
-    process.exit(2);
-  }
-  return value;
-}
-
-const COUNT = Math.round(arg('count', 2000));
-const MINUTES = arg('minutes', 30);
-const INTERVAL_MS = arg('interval-s', 60) * 1000;
-const WORKERS = Math.round(arg('workers', 1));
+const { values } = benchArgsOrExit({
+  usage: `Usage: npm run soak [-- --count 2000 --minutes 30 --interval-s 60 --workers 1]
+  a fleet all charging against a real platform for --minutes, sampled every --interval-s; writes docs/soak.md
+  exit 0 when every verdict passes and the fleet had no errors, 1 otherwise, 2 on a usage error`,
+  options: {
+    count: { default: 2000, integer: true, help: 'chargers' },
+    minutes: { default: 30, help: 'minutes after the ramp' },
+    'interval-s': { default: 60, help: 'seconds between samples' },
+    workers: { default: 1, integer: true, help: 'worker threads of the simulator' },
+  },
+});
+const COUNT = values.count;
+const MINUTES = values.minutes;
+const INTERVAL_MS = values['interval-s'] * 1000;
+const WORKERS = values.workers;
 const SEED = 7;
 
 /** How it was run, for the report: `npm run soak` passes its own name down. */

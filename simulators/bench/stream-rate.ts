@@ -2,6 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
+import { benchArgsOrExit } from './bench-args.js';
 import { benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
 
 /**
@@ -10,21 +11,24 @@ import { benchTenant, call, startBenchPlatform, summarize } from './bench-platfo
  * POST to its message arriving on the stream. Open loop: the send schedule does not wait for answers.
  * Usage: node dist/simulators/bench/stream-rate.js [--rate 2000] [--seconds 20] [--warmup 5] [--devices 400]
  */
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+export interface StreamRateOptions {
+  /** POSTs per second in all. */
+  rate?: number;
+  seconds?: number;
+  /** Default: 4 POSTs a second each, so a catch-up burst after a stall stays within a charger's 10/s limit. */
+  devices?: number;
+  /**
+   * The first seconds at full rate open the load generator's connections (TLS handshakes on both sides) and warm
+   * the JIT: their messages are reported apart (`warmup_latency_ms`), not in the steady figures.
+   */
+  warmupSeconds?: number;
 }
-const RATE = arg('rate', 2000);
-const SECONDS = arg('seconds', 20);
-// 4 POSTs a second each: a catch-up burst after a stall stays within a charger's 10/s limit.
-const DEVICES = arg('devices', Math.max(1, Math.ceil(RATE / 4)));
-/**
- * The first seconds at full rate open the load generator's connections (TLS handshakes on both sides) and warm
- * the JIT: their messages are reported apart (`warmup_latency_ms`), not in the steady figures.
- */
-const WARMUP_SECONDS = arg('warmup', 5);
 
-export async function measureStreamRate() {
+export async function measureStreamRate(options: StreamRateOptions = {}) {
+  const RATE = options.rate ?? 2000;
+  const SECONDS = options.seconds ?? 20;
+  const DEVICES = options.devices ?? Math.max(1, Math.ceil(RATE / 4));
+  const WARMUP_SECONDS = options.warmupSeconds ?? 5;
   const platform = await startBenchPlatform();
   try {
     const tenant = await benchTenant(platform, 'Stream Bench');
@@ -172,6 +176,21 @@ export async function measureStreamRate() {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await measureStreamRate();
+  const { values, given } = benchArgsOrExit({
+    usage: `Usage: node dist/simulators/bench/stream-rate.js [options]
+  telemetry POSTs at --rate per second to a WebSocket subscriber of their site: latency p50/p99`,
+    options: {
+      rate: { default: 2000, help: 'POSTs per second in all' },
+      seconds: { default: 20, help: 'seconds measured after the warm-up' },
+      warmup: { default: 5, zero: true, help: 'seconds at full rate reported apart' },
+      devices: { default: 500, defaultText: 'rate / 4', integer: true, help: 'chargers sending' },
+    },
+  });
+  const result = await measureStreamRate({
+    rate: values.rate,
+    seconds: values.seconds,
+    warmupSeconds: values.warmup,
+    ...(given.has('devices') ? { devices: values.devices } : {}),
+  });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }
