@@ -1,9 +1,11 @@
 #!/usr/bin/env node
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ConfigError, type RunningPlatform, startServing } from './serve.js';
-import { createSqliteStore } from './storage/sqlite-store.js';
+import { createSqliteStore, DATABASE_FILE } from './storage/sqlite-store.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 
@@ -24,7 +26,31 @@ function print(json: boolean | undefined, data: unknown, human: string): void {
   process.stdout.write(json ? `${JSON.stringify(data)}\n` : `${human}\n`);
 }
 
-async function withStore<T>(dataDir: string, fn: (store: Store) => Promise<T>): Promise<T> {
+/** False only when the database is missing: other faults (permissions, not a directory) are reported below. */
+function hasDatabase(dataDir: string): boolean {
+  try {
+    statSync(join(dataDir, DATABASE_FILE));
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
+  }
+}
+
+/**
+ * Opens the deployment in `dataDir` for one admin command. Only `create` (`operators create`, the first step of a
+ * set-up) may start a new deployment there; every other command refuses a directory without one, so that a
+ * mistyped `--data-dir` says so instead of answering from (and leaving behind) an empty deployment.
+ */
+async function withStore<T>(
+  dataDir: string,
+  fn: (store: Store) => Promise<T>,
+  { create = false }: { create?: boolean } = {},
+): Promise<T> {
+  if (!create && !hasDatabase(dataDir))
+    throw new UserError(
+      `no platform deployment in ${dataDir} (no ${DATABASE_FILE}): check --data-dir; ` +
+        "'operators create' or 'serve' creates one",
+    );
   ensureWritableDataDir(dataDir);
   const store = createSqliteStore(dataDir, loadOrCreatePlatformKeys(dataDir));
   try {
@@ -136,7 +162,7 @@ operators
   .action(async (o) => {
     const name = String(o.name).trim();
     if (!name) throw new UserError('--name must not be empty');
-    const op = await withStore(o.dataDir, (s) => s.createOperator(name));
+    const op = await withStore(o.dataDir, (s) => s.createOperator(name), { create: true });
     print(o.json, { operator_id: op.operator_id }, `created operator ${op.operator_id} (${op.name})`);
   });
 operators

@@ -11,9 +11,7 @@ import { measureStreamRate } from './stream-rate.js';
 
 /**
  * `npm run bench`: every benchmark in turn, each beside its baseline or goal, printed and written to
- * docs/benchmarks.md with the exact command and the machine. Never part of `npm test`.
- *   --fleet-count N (first N tried, default 4000)  --fleet-step N (default 1000)  --fleet-runs K (default 3)
- *   --fleet-minutes M (default 5)  --fleet-workers W (default 2)  --footprint-minutes M (default 10)
+ * docs/benchmarks.md with the exact command and the machine. Never part of `npm test`. Options: `--help`.
  */
 const { values } = benchArgsOrExit({
   usage: `Usage: npm run bench [-- options]

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -62,6 +62,34 @@ describe('operators', () => {
       { operator_id: opB, name: 'Beta Energy' },
     ]);
     for (const item of list) expect(Object.keys(item).sort()).toEqual(['name', 'operator_id']);
+  });
+});
+
+describe('a data directory without a deployment (a mistyped --data-dir)', () => {
+  it('is refused by every command but operators create, which creates nothing else there', async () => {
+    const missing = join(await dirs.make(), 'var-lib-typo');
+    for (const args of [
+      ['operators', 'list'],
+      ['sites', 'list'],
+      ['sites', 'create', '--operator', 'op_x', '--name', 'Depot'],
+      ['clients', 'create', '--operator', 'op_x', '--scopes', 'read'],
+      ['devices', 'allow', '--sn', 'SN-1'],
+      ['devices', 'reset', '--device', 'dev_x'],
+    ]) {
+      const res = await runCli([...args, '--data-dir', missing, '--json']);
+      expect(res.code, args.join(' ')).toBe(1);
+      expect(res.stdout).toBe('');
+      expect(res.stderr).toContain(`no platform deployment in ${missing}`);
+      expect(res.stderr).toContain('check --data-dir');
+    }
+    // Nothing was left behind: not the directory, not keys, not an empty database.
+    await expect(readdir(missing)).rejects.toMatchObject({ code: 'ENOENT' });
+
+    const op = await runCliJson(['operators', 'create', '--name', 'First', '--data-dir', missing, '--json']);
+    expect(op.operator_id).toMatch(/^op_/);
+    expect(await runCliJson(['operators', 'list', '--data-dir', missing, '--json'])).toEqual([
+      { operator_id: op.operator_id, name: 'First' },
+    ]);
   });
 });
 
