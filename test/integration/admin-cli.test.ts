@@ -69,14 +69,15 @@ describe('a data directory without a deployment (a mistyped --data-dir)', () => 
   it('is refused by every command but operators create, which creates nothing else there', async () => {
     const missing = join(await dirs.make(), 'var-lib-typo');
     for (const args of [
-      ['operators', 'list'],
-      ['sites', 'list'],
-      ['sites', 'create', '--operator', 'op_x', '--name', 'Depot'],
-      ['clients', 'create', '--operator', 'op_x', '--scopes', 'read'],
+      ['operators', 'list', '--json'],
+      ['sites', 'list', '--json'],
+      ['sites', 'create', '--operator', 'op_x', '--name', 'Depot', '--json'],
+      ['clients', 'create', '--operator', 'op_x', '--scopes', 'read', '--json'],
       ['devices', 'allow', '--sn', 'SN-1'],
+      ['devices', 'assign', '--device', 'dev_x', '--site', 'site_x'],
       ['devices', 'reset', '--device', 'dev_x'],
     ]) {
-      const res = await runCli([...args, '--data-dir', missing, '--json']);
+      const res = await runCli([...args, '--data-dir', missing]);
       expect(res.code, args.join(' ')).toBe(1);
       expect(res.stdout).toBe('');
       expect(res.stderr).toContain(`no platform deployment in ${missing}`);
