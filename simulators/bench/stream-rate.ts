@@ -9,7 +9,7 @@ import { benchTenant, call, startBenchPlatform, summarize } from './bench-platfo
  * Stream latency under load: telemetry POSTs at a fixed total rate (default 2,000 per second) spread over enough
  * chargers that none exceeds its own 10/s limit, one WebSocket subscriber on their site; time from sending each
  * POST to its message arriving on the stream. Open loop: the send schedule does not wait for answers.
- * Usage: node dist/simulators/bench/stream-rate.js [--rate 2000] [--seconds 20] [--warmup 5] [--devices 400]
+ * Usage: node dist/simulators/bench/stream-rate.js [--rate 2000] [--seconds 20] [--warmup 5] [--devices RATE/4]  (--help lists them)
  */
 export interface StreamRateOptions {
   /** POSTs per second in all. */
