@@ -1,4 +1,10 @@
 import { defineConfig } from 'vitest/config';
+import { nodeSupport } from './shared/node-support.js';
+
+// The suite runs on the project's Node (node_modules/.bin/node, pinned in package.json; CI also runs parts on 22):
+// on an older one better-sqlite3 13 would crash the workers, so say it here, once, instead.
+const support = nodeSupport(process.versions.node, 'vitest');
+if (!support.ok) throw new Error(support.message);
 
 /** Runs a fleet of hundreds of agents in its process: alone, after everything else, so it neither slows nor is slowed. */
 const ALONE = ['test/integration/fleet-restart.test.ts'];

@@ -17,6 +17,7 @@
  * listed; 1 unexpected failure (e.g. the store cannot be read); 2 usage; 4 status degraded or a diag check
  * failed; 5 no agent store in --data-dir (status also: not registered yet).
  */
+import './supported-node.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';

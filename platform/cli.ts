@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import './supported-node.js';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';

@@ -1,28 +1,30 @@
 #!/usr/bin/env node
 // @ts-check
 /**
- * `npm run build:agent [-- --out DIR] [-- --native-addon FILE]`: the self-contained agent bundle for chargers.
+ * `npm run build:agent [-- --out DIR] [-- --target TARGET | --native-addon FILE]`: the self-contained agent
+ * bundle for chargers.
  *
  *   DIR (default dist-agent/)
  *   ├── charger-agent.mjs            launcher (the `bin`): node DIR/charger-agent.mjs run|status|diag|...
+ *   │                                (checks the Node line and the target before it loads the agent)
  *   ├── agent/charger-agent.mjs      agent/ + shared/ + zod, undici, pino, commander, bundled by esbuild
  *   ├── simulators/simulated-hal.js  the simulated HAL for bench rigs (`--hal simulated`); delete it on chargers
  *   ├── sdk/hal.ts, sdk/hal.js       the HAL interface for OEM modules (types, HalError)
- *   ├── node_modules/                better-sqlite3 (lib/, package.json, build/Release/better_sqlite3.node)
- *   │                                and its runtime dependencies (bindings, file-uri-to-path)
- *   ├── package.json                 type module, bin, engines, build info (native addon platform and ABI)
+ *   ├── node_modules/better-sqlite3  lib/, package.json and prebuilds/TARGET.node (N-API: any Node >= 22)
+ *   ├── package.json                 type module, bin, engines, the target and the Node lines it supports
  *   ├── charger-agent.service        example systemd unit
  *   ├── oem-guide.md                 the OEM guide
  *   └── THIRD_PARTY_LICENSES.txt     licences of everything bundled
+ *
+ * TARGET is linux-x64, linux-arm64, linuxmusl-x64 or linuxmusl-arm64 (default: this machine's): better-sqlite3
+ * 13 ships an N-API addon for each inside its npm package, so an ARM image is built on an x64 host with no
+ * compiler and no download. For a CPU it has no prebuild for (32-bit ARM, say), build the addon on the target
+ * and pass `--native-addon FILE` (see docs/oem-guide.md).
  *
  * Nothing of platform/ may enter the bundle: the build fails if esbuild's metafile lists a file outside agent/
  * and shared/ (or any package that is not one of the agent's). The main bundle lives one level down
  * (agent/) because the agent finds the simulated HAL at `../simulators/simulated-hal.js` from its own module
  * — the same layout as dist/.
- *
- * better-sqlite3 stays external: it is a native addon. The copied `.node` file is built for THIS machine
- * (platform, CPU, Node ABI, recorded in package.json); for a charger with another CPU pass
- * `--native-addon FILE` with a better_sqlite3.node built or downloaded for the target (see docs/oem-guide.md).
  *
  * A plain .mjs file (not TypeScript) so that it runs with no compile step: it is tooling, not shipped code,
  * and lives in scripts/ rather than simulators/ (which is compiled into dist/ and holds product code).
@@ -46,13 +48,51 @@ import * as esbuild from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-const { values: args } = parseArgs({
-  options: {
-    out: { type: 'string', default: path.join(ROOT, 'dist-agent') },
-    'native-addon': { type: 'string' },
-    quiet: { type: 'boolean', default: false },
-  },
-});
+/** The targets better-sqlite3 ships a prebuilt addon for (its `prebuilds/TARGET.node`) that a charger runs. */
+const TARGETS = {
+  'linux-x64': { platform: 'linux', arch: 'x64', libc: 'glibc' },
+  'linux-arm64': { platform: 'linux', arch: 'arm64', libc: 'glibc' },
+  'linuxmusl-x64': { platform: 'linux', arch: 'x64', libc: 'musl' },
+  'linuxmusl-arm64': { platform: 'linux', arch: 'arm64', libc: 'musl' },
+};
+
+/** @param {string} message */
+function usage(message) {
+  process.stderr.write(`build:agent: ${message}\n`);
+  process.exit(2);
+}
+
+/** This machine's target name, as better-sqlite3 names its prebuilds. */
+function hostTarget() {
+  const maps = process.platform === 'linux' ? readFileSync('/proc/self/maps', 'latin1') : '';
+  const musl = /\/ld-musl-[^/\s]*\.so/.test(maps);
+  return `${musl ? 'linuxmusl' : process.platform}-${process.arch}`;
+}
+
+/** @type {{ values: { out?: string, target?: string, 'native-addon'?: string, quiet?: boolean } }} */
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      out: { type: 'string', default: path.join(ROOT, 'dist-agent') },
+      target: { type: 'string' },
+      'native-addon': { type: 'string' },
+      quiet: { type: 'boolean', default: false },
+    },
+  });
+} catch (error) {
+  usage(error instanceof Error ? error.message : String(error));
+}
+const args = parsed.values;
+if (args.target !== undefined && args['native-addon'] !== undefined)
+  usage('give --target (a prebuilt addon) or --native-addon FILE (your own build), not both');
+/** The prebuilt addon's target, or undefined when the OEM gives their own addon. */
+const TARGET = args['native-addon'] === undefined ? (args.target ?? hostTarget()) : undefined;
+if (TARGET !== undefined && !Object.hasOwn(TARGETS, TARGET))
+  usage(
+    `--target ${TARGET}: prebuilt addons exist for ${Object.keys(TARGETS).join(', ')}; ` +
+      'for another CPU build better_sqlite3.node on it and pass --native-addon FILE',
+  );
 const OUT = path.resolve(/** @type {string} */ (args.out));
 const log = (/** @type {string} */ line) => {
   if (!args.quiet) process.stdout.write(`${line}\n`);
@@ -76,8 +116,8 @@ const ALLOWED_PACKAGES = new Set([
   'process-warning',
   'fast-redact',
 ]);
-/** Runtime dependencies of better-sqlite3 that are only needed to install it, not to run it. */
-const INSTALL_ONLY = new Set(['prebuild-install']);
+/** Dependencies of better-sqlite3 that are only needed to build it from source (C++ headers), not to run it. */
+const INSTALL_ONLY = new Set(['node-addon-api']);
 
 /** `node_modules/@scope/name/...` → `@scope/name`. */
 function packageOf(input) {
@@ -125,7 +165,7 @@ const COMMON = {
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node22',
   // Not minified: a stack trace from a charger in the field must be readable as it is.
   minify: false,
   keepNames: true,
@@ -158,12 +198,17 @@ function copyPackage(name, fromDir) {
   if (name === 'better-sqlite3') {
     copyFileSync(pkgJson, path.join(target, 'package.json'));
     cpSync(path.join(dir, 'lib'), path.join(target, 'lib'), { recursive: true });
-    const addon = args['native-addon']
-      ? path.resolve(args['native-addon'])
-      : path.join(dir, 'build', 'Release', 'better_sqlite3.node');
+    // lib/binding.js loads build/Release/better_sqlite3.node if present, else prebuilds/<host target>.node.
+    const [addon, into] =
+      TARGET === undefined
+        ? [
+            path.resolve(/** @type {string} */ (args['native-addon'])),
+            ['build', 'Release', 'better_sqlite3.node'],
+          ]
+        : [path.join(dir, 'prebuilds', `${TARGET}.node`), ['prebuilds', `${TARGET}.node`]];
     if (!existsSync(addon)) throw new Error(`better-sqlite3 native addon not found at ${addon}`);
-    mkdirSync(path.join(target, 'build', 'Release'), { recursive: true });
-    copyFileSync(addon, path.join(target, 'build', 'Release', 'better_sqlite3.node'));
+    mkdirSync(path.join(target, ...into.slice(0, -1)), { recursive: true });
+    copyFileSync(addon, path.join(target, ...into));
   } else {
     // Small pure-JS packages: everything but tests, docs and nested installs.
     for (const entry of readdirSync(dir)) {
@@ -237,15 +282,35 @@ await esbuild.build({
 });
 
 const launcher = path.join(OUT, 'charger-agent.mjs');
+// Plain JavaScript that any Node runs: it refuses a bundle built for another machine with a sentence (instead
+// of better-sqlite3's "cannot find module .../prebuilds/...") before it loads the agent, whose first module
+// refuses an unsupported Node line (agent/supported-node.ts).
 writeFileSync(
   launcher,
-  [
-    '#!/usr/bin/env node',
-    '// charger-agent: see oem-guide.md. The agent is in agent/charger-agent.mjs (it finds',
-    '// simulators/simulated-hal.js and node_modules/better-sqlite3 relative to itself).',
-    "import './agent/charger-agent.mjs';",
-    '',
-  ].join('\n'),
+  `#!/usr/bin/env node
+// charger-agent: see oem-guide.md. The agent is in agent/charger-agent.mjs (it finds
+// simulators/simulated-hal.js and node_modules/better-sqlite3 relative to itself).
+import { readFileSync } from 'node:fs';
+
+const { chargerAgent } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
+const want = chargerAgent.target;
+if (want !== null) {
+  let maps = '';
+  try {
+    maps = readFileSync('/proc/self/maps', 'latin1');
+  } catch {}
+  const libc = /\\/ld-musl-[^/\\s]*\\.so/.test(maps) ? 'musl' : 'glibc';
+  if (want.platform !== process.platform || want.arch !== process.arch || want.libc !== libc) {
+    process.stderr.write(
+      \`charger-agent: this bundle was built for \${want.name} (\${want.platform} \${want.arch} \${want.libc}), \` +
+        \`not this machine (\${process.platform} \${process.arch} \${libc}): rebuild it with \` +
+        \`npm run build:agent -- --target <target> (see oem-guide.md)\\n\`,
+    );
+    process.exit(1);
+  }
+}
+await import('./agent/charger-agent.mjs');
+`,
 );
 chmodSync(launcher, 0o755);
 
@@ -254,6 +319,12 @@ copyPackage('better-sqlite3', ROOT);
 const rootManifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 const versionSource = readFileSync(path.join(ROOT, 'agent', 'version.ts'), 'utf8');
 const agentVersion = /AGENT_VERSION = '([^']+)'/.exec(versionSource)?.[1] ?? rootManifest.version;
+const nodeSupportSource = readFileSync(path.join(ROOT, 'shared', 'node-support.ts'), 'utf8');
+const SUPPORTED_NODE_LINES = JSON.parse(
+  /SUPPORTED_NODE_LINES: readonly number\[\] = (\[[\d, ]+\])/.exec(nodeSupportSource)?.[1] ?? 'null',
+);
+if (!Array.isArray(SUPPORTED_NODE_LINES))
+  throw new Error('SUPPORTED_NODE_LINES not found in shared/node-support.ts');
 const sqliteVersion = JSON.parse(
   readFileSync(path.join(OUT, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8'),
 ).version;
@@ -273,15 +344,16 @@ writeFileSync(
       chargerAgent: {
         builtAt: new Date().toISOString(),
         betterSqlite3: sqliteVersion,
-        // The native addon only loads on this platform, CPU and Node ABI.
-        nativeAddon: args['native-addon']
-          ? { source: path.basename(args['native-addon']), note: 'given with --native-addon' }
-          : {
-              platform: process.platform,
-              arch: process.arch,
-              nodeAbi: process.versions.modules,
-              node: process.versions.node,
-            },
+        // The Node lines the bundle supports (shared/node-support.ts) and the machine its addon is for.
+        nodeLines: SUPPORTED_NODE_LINES,
+        target: TARGET === undefined ? null : { name: TARGET, ...TARGETS[TARGET] },
+        nativeAddon:
+          TARGET === undefined
+            ? {
+                source: path.basename(/** @type {string} */ (args['native-addon'])),
+                note: 'given with --native-addon',
+              }
+            : { prebuilt: `better-sqlite3@${sqliteVersion} prebuilds/${TARGET}.node`, abi: 'N-API' },
       },
     },
     null,

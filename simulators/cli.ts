@@ -7,6 +7,7 @@
  * plus the optional tuning flags of docs/simulators.md. Exit codes: 0 no errors, 1 the run had errors,
  * 2 usage error.
  */
+import './supported-node.js';
 import { Command, CommanderError } from 'commander';
 import { AGENT_VERSION } from '../agent/version.js';
 import { addFleetCommand, EXIT_ERRORS, EXIT_OK, EXIT_USAGE } from './fleet/fleet-cli.js';

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import '../supported-node.js';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

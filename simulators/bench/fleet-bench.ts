@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import '../supported-node.js';
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';

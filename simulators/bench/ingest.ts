@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import '../supported-node.js';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

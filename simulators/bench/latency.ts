@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import '../supported-node.js';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import '../supported-node.js';
 import { readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,12 +29,11 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-beforeAll(async () => {
-  tmp = tempDir('agent-bundle-');
-  bundle = path.join(tmp.dir, 'charger-agent');
+/** `npm run build:agent -- ...args`, as an OEM runs it. */
+function buildAgent(args: string[]): Promise<{ code: number | null; output: string }> {
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const build = await new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-    const child = spawn(npm, ['run', '--silent', 'build:agent', '--', '--out', bundle], {
+  return new Promise((resolve, reject) => {
+    const child = spawn(npm, ['run', '--silent', 'build:agent', '--', ...args], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -48,6 +47,29 @@ beforeAll(async () => {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, output }));
   });
+}
+
+/** ELF e_machine of a shared object: 62 x86-64, 183 AArch64. */
+function elfMachine(file: string): number {
+  const header = readFileSync(file).subarray(0, 20);
+  expect(header.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+  return header.readUInt16LE(18);
+}
+
+/** A Node.js older than 22 on this machine (the system Node here is 20), or undefined. */
+function oldNode(): string | undefined {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
+    if (!existsSync(candidate)) continue;
+    const version = execFileSync(candidate, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+    if (Number.parseInt(version, 10) < 22) return candidate;
+  }
+  return undefined;
+}
+
+beforeAll(async () => {
+  tmp = tempDir('agent-bundle-');
+  bundle = path.join(tmp.dir, 'charger-agent');
+  const build = await buildAgent(['--out', bundle]);
   if (build.code !== 0) throw new Error(`npm run build:agent failed:\n${build.output}`);
   tp = await startTestPlatform();
 }, 90_000);
@@ -68,9 +90,7 @@ describe('npm run build:agent', () => {
       'sdk/hal.js',
       'node_modules/better-sqlite3/package.json',
       'node_modules/better-sqlite3/lib/index.js',
-      'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
-      'node_modules/bindings/bindings.js',
-      'node_modules/file-uri-to-path/index.js',
+      `node_modules/better-sqlite3/prebuilds/linux-${process.arch}.node`,
       'charger-agent.service',
       'oem-guide.md',
       'THIRD_PARTY_LICENSES.txt',
@@ -79,10 +99,17 @@ describe('npm run build:agent', () => {
     }
     const manifest = JSON.parse(readFileSync(path.join(bundle, 'package.json'), 'utf8'));
     expect(manifest).toMatchObject({ type: 'module', bin: { 'charger-agent': 'charger-agent.mjs' } });
-    expect(manifest.chargerAgent.nativeAddon).toMatchObject({
-      platform: process.platform,
-      arch: process.arch,
+    expect(manifest.engines).toEqual({ node: '>=22' });
+    expect(manifest.chargerAgent).toMatchObject({
+      nodeLines: [22, 24],
+      target: { name: `linux-${process.arch}`, platform: 'linux', arch: process.arch, libc: 'glibc' },
+      nativeAddon: { abi: 'N-API' },
     });
+    // Only the one addon, and nothing that is only needed to build it.
+    expect(readdirSync(path.join(bundle, 'node_modules'))).toEqual(['better-sqlite3']);
+    expect(readdirSync(path.join(bundle, 'node_modules', 'better-sqlite3', 'prebuilds'))).toEqual([
+      `linux-${process.arch}.node`,
+    ]);
     const unit = readFileSync(path.join(bundle, 'charger-agent.service'), 'utf8');
     expect(unit).toMatch(/^RestartPreventExitStatus=3$/m);
     expect(unit).toMatch(/^Restart=on-failure$/m);
@@ -178,4 +205,71 @@ describe('npm run build:agent', () => {
     expect(await exited, stderr).toBe(0);
     expect((await tp.store.getDevice(deviceId))?.reported_status).toBe('offline');
   });
+});
+
+describe('build:agent for another machine, and the launcher on the wrong one', () => {
+  const other = process.arch === 'arm64' ? 'x64' : 'arm64';
+
+  it(`--target linux-${other}: that CPU's prebuilt addon, recorded, and refused here with a sentence`, async () => {
+    const out = path.join(tmp.dir, `bundle-${other}`);
+    const build = await buildAgent(['--out', out, '--target', `linux-${other}`, '--quiet']);
+    expect(build.code, build.output).toBe(0);
+    const addon = path.join(out, 'node_modules', 'better-sqlite3', 'prebuilds', `linux-${other}.node`);
+    expect(elfMachine(addon)).toBe(other === 'arm64' ? 183 : 62);
+    const manifest = JSON.parse(readFileSync(path.join(out, 'package.json'), 'utf8'));
+    expect(manifest.chargerAgent.target).toEqual({
+      name: `linux-${other}`,
+      platform: 'linux',
+      arch: other,
+      libc: 'glibc',
+    });
+    const run = await runCli(['status', '--data-dir', path.join(tmp.dir, 'none')], {
+      script: path.join(out, 'charger-agent.mjs'),
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `this bundle was built for linux-${other} (linux ${other} glibc), not this machine`,
+    );
+  });
+
+  it('--target linuxmusl-x64 takes the musl addon; an unknown target is a usage error naming the choices', async () => {
+    const out = path.join(tmp.dir, 'bundle-musl');
+    const build = await buildAgent(['--out', out, '--target', 'linuxmusl-x64', '--quiet']);
+    expect(build.code, build.output).toBe(0);
+    expect(readdirSync(path.join(out, 'node_modules', 'better-sqlite3', 'prebuilds'))).toEqual([
+      'linuxmusl-x64.node',
+    ]);
+    const bad = await buildAgent(['--out', path.join(tmp.dir, 'bundle-bad'), '--target', 'linux-arm']);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toContain('--target linux-arm: prebuilt addons exist for linux-x64, linux-arm64');
+    expect(existsSync(path.join(tmp.dir, 'bundle-bad'))).toBe(false);
+  });
+
+  it.skipIf(oldNode() === undefined)(
+    'on Node 20 the bundle refuses to start with a sentence, not a segfault',
+    async () => {
+      const node = oldNode() ?? '';
+      const run = await new Promise<{ code: number | null; signal: string | null; stderr: string }>(
+        (resolve) => {
+          const child = spawn(
+            node,
+            [path.join(bundle, 'charger-agent.mjs'), 'status', '--data-dir', tmp.dir],
+            {
+              stdio: ['ignore', 'ignore', 'pipe'],
+            },
+          );
+          let stderr = '';
+          child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+            stderr += chunk;
+          });
+          child.on('close', (code, signal) => resolve({ code, signal, stderr }));
+        },
+      );
+      expect(run.signal).toBeNull();
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(
+        /^charger-agent: Node\.js 2\d\.[\d.]+ is not supported; it needs Node\.js 22 or newer/,
+      );
+    },
+  );
 });
