@@ -45,15 +45,18 @@ const ingest = await measureIngest(2000, 64, 15, 5);
 log('ingest', ingest);
 sections.push(`## Ingest — goal: platform ≥ 50 % of a bare node:https server, every record stored
 
-Command: \`node dist/simulators/bench/ingest.js --devices 2000 --connections 64 --seconds 15 --rounds 5\`
+Command: \`npx node dist/simulators/bench/ingest.js --devices 2000 --connections 64 --seconds 15 --rounds 5\`
 
-The platform and the bare server are measured in five alternating rounds of 3 s each (platform, bare, bare,
-platform, ...) over the same keep-alive connections, so that drift of the shared machine weighs on both alike;
-\`rps_by_round\` shows how much it drifted.
+The load generator is autocannon (64 keep-alive connections, closed loop). The platform and the bare server are
+measured in five alternating rounds of 3 s each (platform, bare, bare, platform, ...), so that drift of the shared
+machine weighs on both alike; \`rps_by_round\` shows how much it drifted.
 
 Platform **${ingest.platform.rps} req/s** (p50 ${ingest.platform.p50_ms} ms, p99 ${ingest.platform.p99_ms} ms) against bare
 node:https **${ingest.bare_https.rps} req/s** (p50 ${ingest.bare_https.p50_ms} ms, p99 ${ingest.bare_https.p99_ms} ms): ratio
 **${ingest.ratio}** (${ingest.ratio >= 0.5 ? 'goal met' : 'goal missed'}); acknowledged ${ingest.acknowledged}, stored ${ingest.stored}.
+The generator is not the bottleneck: during the bare rounds the bare server used ${ingest.cpu_cores.bare_server} of a core
+(node:https serves on one thread) and the generator ${ingest.cpu_cores.generator_against_bare}; during the platform rounds
+the platform used ${ingest.cpu_cores.platform_server} cores and the generator ${ingest.cpu_cores.generator_against_platform}.
 
 ${block(ingest)}`);
 
@@ -61,7 +64,7 @@ const latency = await measureLongPollAndStreamLatency(200);
 log('long poll and stream (low rate)', latency);
 sections.push(`## Long-poll wake-up and stream latency at low rate
 
-Command: \`node dist/simulators/bench/latency.js --samples 200\`
+Command: \`npx node dist/simulators/bench/latency.js --samples 200\`
 
 Long poll: operator stop sent → charger's waiting poll answered, p50 **${latency.long_poll_wakeup_ms.p50} ms**, p99
 **${latency.long_poll_wakeup_ms.p99} ms**. Stream: telemetry POST sent → WebSocket message, p50 ${latency.stream_latency_ms.p50} ms,
@@ -73,7 +76,7 @@ const stream = await measureStreamRate();
 log('stream at 2,000 messages per second', stream);
 sections.push(`## Stream latency at 2,000 messages per second — goal: p99 < 50 ms
 
-Command: \`node dist/simulators/bench/stream-rate.js --rate 2000 --seconds 20 --warmup 5\`
+Command: \`npx node dist/simulators/bench/stream-rate.js --rate 2000 --seconds 20 --warmup 5\`
 
 ${stream.received} of ${stream.sent} messages received at ${stream.achieved_rate}/s (${stream.errors} POSTs refused). Over the
 ${stream.latency_ms.n} messages after the ${stream.warmup_seconds}-second warm-up: p50 **${stream.latency_ms.p50} ms**, p99
@@ -86,7 +89,7 @@ const command = await measureCommandLatency(1000, 300);
 log('command latency', command);
 sections.push(`## Command latency with 1,000 chargers — goal: p99 < 250 ms
 
-Command: \`node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300\`
+Command: \`npx node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300\`
 
 Operator \`POST .../stop\` → the agent's \`succeeded\` acknowledged: p50 **${command.latency_ms.p50_ms} ms**, p99
 **${command.latency_ms.p99_ms} ms** (${command.latency_ms.p99_ms < 250 ? 'goal met' : 'goal missed'}).
@@ -104,7 +107,7 @@ const trialRows = search.trials
 const largest = search.largest_sustained;
 sections.push(`## Fleet — goal: N ≥ 10,000 chargers for ${FLEET_MINUTES} minutes, zero errors, p99 < 100 ms
 
-Command: \`node dist/simulators/bench/fleet-bench.js search --count ${FLEET_COUNT} --step ${FLEET_STEP} --minutes ${FLEET_MINUTES} --runs ${FLEET_RUNS} --workers ${FLEET_WORKERS}\`
+Command: \`npx node dist/simulators/bench/fleet-bench.js search --count ${FLEET_COUNT} --step ${FLEET_STEP} --minutes ${FLEET_MINUTES} --runs ${FLEET_RUNS} --workers ${FLEET_WORKERS}\`
 (platform and simulator on this one machine, the fleet in ${FLEET_WORKERS} worker thread(s); every connector charging: telemetry every 5 s, heartbeats every 30 s).
 
 Largest N sustained: **${largest}**${search.first_missed ? ` (${search.first_missed} missed)` : ''} — ${largest >= 10_000 ? 'goal met' : 'goal missed'}.
@@ -119,7 +122,7 @@ const footprint = await measureAgentFootprint(FOOTPRINT_MINUTES);
 log('agent footprint', footprint);
 sections.push(`## Agent footprint — one agent at telemetry cadence beside a bare Node process
 
-Command: \`node dist/simulators/bench/agent-footprint.js --minutes ${FOOTPRINT_MINUTES}\`
+Command: \`npx node dist/simulators/bench/agent-footprint.js --minutes ${FOOTPRINT_MINUTES}\`
 
 Agent RSS ${footprint.agent.rss_start_mib} → ${footprint.agent.rss_end_mib} MiB (mean ${footprint.agent.rss_mean_mib}), CPU
 ${footprint.agent.cpu_percent_of_one_core} % of one core; bare \`node -e "setInterval(()=>{},1000)"\` RSS
