@@ -1,4 +1,5 @@
 import { ONLINE_WINDOW_SECONDS } from '../shared/index.js';
+import { isOnline, seenStateOfRow } from './domain/liveness-rule.js';
 import type { DeviceRow, Store } from './storage/store.js';
 
 /** A last-seen time is written again once it is this much newer than what the database holds. */
@@ -97,19 +98,13 @@ export function createLiveness(
     },
     isOnline(device: DeviceRow): boolean {
       const entry = seen.get(device.device_id);
-      const lastMs = entry ? entry.ms : device.last_seen_ms;
-      // Without an entry (after a restart): an offline heartbeat counts until a later request was seen.
-      const offline = entry
-        ? entry.offline
-        : device.reported_status === 'offline' &&
-          !(device.last_seen_ms !== null && device.last_seen_ms > (device.last_heartbeat_ms ?? 0));
-      if (offline || lastMs === null) return false;
-      return now() - lastMs <= windowMs;
+      const state = entry ? { lastSeenMs: entry.ms, offline: entry.offline } : seenStateOfRow(device);
+      return isOnline(state, now(), windowMs);
     },
     onlineCount(): number {
       const t = now();
       let n = 0;
-      for (const e of seen.values()) if (!e.offline && t - e.ms <= windowMs) n++;
+      for (const e of seen.values()) if (isOnline({ lastSeenMs: e.ms, offline: e.offline }, t, windowMs)) n++;
       return n;
     },
     /** Write pending last-seen times now, so that a database query agrees with `isOnline`. */

@@ -43,6 +43,12 @@ import { errors } from '../api-error.js';
 import type { OperatorPrincipal } from '../auth/authenticate.js';
 import type { PlatformContext } from '../context.js';
 import { connectorViewsByDevice, deviceView } from '../device-view.js';
+import {
+  controlCommandParams,
+  controlProgress,
+  effectiveControlStatus,
+  planCancellation,
+} from '../domain/flexibility.js';
 import { newId } from '../ids.js';
 import { type AnyRoute, route } from '../route-spec.js';
 import type { CommandHistoryRow, CommandRow, ConnectorRow, NewCommand } from '../storage/store.js';
@@ -496,10 +502,9 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
           ids,
         });
         const start = ctx.now();
-        const end = start + body.params.duration * 1000;
         const control_id = newId('ctl');
-        // The window travels in absolute time so that a late delivery cannot stretch the control.
-        const params = { ...body.params, control_id, starts_at: iso(start), ends_at: iso(end) };
+        const { params, window } = controlCommandParams(body.params, control_id, start);
+        const end = window.endMs;
         const commands = await ctx.store.createControl(
           {
             control_id,
@@ -544,11 +549,8 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
         const ops = principal(request).operatorIds;
         if (!found?.control.operator_ids.some((o) => ops.includes(o))) throw errors.notFound('Control');
         const { control, commands } = found;
-        const progress: Record<string, number> = {};
-        for (const c of commands) progress[c.status] = (progress[c.status] ?? 0) + 1;
-        // The sweeper marks ended controls completed; answer consistently even between two sweeps.
-        const status =
-          control.status === 'executing' && control.ends_ms <= ctx.now() ? 'completed' : control.status;
+        const progress = controlProgress(commands);
+        const status = effectiveControlStatus(control.status, control.ends_ms, ctx.now());
         return {
           control_id: control.control_id,
           status,
@@ -582,21 +584,13 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
         const ops = principal(request).operatorIds;
         if (!found?.control.operator_ids.some((o) => ops.includes(o))) throw errors.notFound('Control');
         const t = ctx.now();
-        if (found.control.status !== 'executing' || found.control.ends_ms <= t) {
-          throw errors.conflict(
-            `Control is already ${found.control.status === 'executing' ? 'completed' : found.control.status}`,
-          );
-        }
-        const reached = found.commands.filter(
-          (c) => c.status !== 'queued' && c.status !== 'cancelled' && c.status !== 'expired',
-        );
-        const reversal = { ...found.control.params, ends_at: iso(t) };
-        const reversals: NewCommand[] = reached.map((c) => ({
-          device_id: c.device_id,
+        const plan = planCancellation(found.control, found.commands, t);
+        if (plan.kind === 'conflict') throw errors.conflict(plan.message);
+        const reversals: NewCommand[] = plan.reversalDeviceIds.map((device_id) => ({
+          device_id,
           command: found.control.command,
-          params: reversal,
-          // Lifting the limit matters until the control would have ended anyway.
-          expiry_ms: found.control.ends_ms,
+          params: plan.reversalParams,
+          expiry_ms: plan.reversalExpiryMs,
           client_id: principal(request).clientId,
         }));
         const cancelled = await ctx.store.cancelControl(params.control_id, reversals, t);

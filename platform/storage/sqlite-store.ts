@@ -10,6 +10,9 @@ import type {
   Scope,
   TelemetryRecord,
 } from '../../shared/index.js';
+import { decideStatusReport, mayCancel, REASON } from '../domain/command-lifecycle.js';
+import { accumulateEnergy, bucketsInOrder, MAX_GAP_MS, type PowerSample } from '../domain/energy.js';
+import { decideRegistration } from '../domain/registration.js';
 import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type { DeviceEntry } from '../principal-directory.js';
@@ -148,20 +151,6 @@ function toRecord(r: RawRecord): ChargingRecord {
   }
   return rec;
 }
-
-const MAX_GAP_MS = 5 * 60_000;
-
-/** Order of command statuses for reports: a report never moves a command backwards. */
-const STATUS_RANK: Record<CommandStatus, number> = {
-  queued: 0,
-  delivered: 1,
-  accepted: 2,
-  succeeded: 3,
-  failed: 3,
-  rejected: 3,
-  expired: 3,
-  cancelled: 3,
-};
 
 interface RawControl {
   control_id: string;
@@ -677,15 +666,18 @@ export function createSqliteStore(
     async registerDevice(input, policy) {
       return db
         .transaction((): RegistrationOutcome => {
-          if (policy.registration === 'allowlist' && !stmt.isAllowed.get(input.sn))
-            return { kind: 'not_allowed' };
           const existing = stmt.deviceBySn.get(input.sn) as RawDevice | undefined;
-          if (existing?.registered === 1) return { kind: 'already_registered' };
+          const decision = decideRegistration({
+            policy: policy.registration,
+            allowed: policy.registration === 'open' || stmt.isAllowed.get(input.sn) !== undefined,
+            existing: existing && { registered: existing.registered === 1 },
+          });
+          if (decision === 'not_allowed' || decision === 'already_registered') return { kind: decision };
           const secret = newSecret();
           const sealed = keys.sealSecret(secret);
           const t = now();
           let deviceId: string;
-          if (existing) {
+          if (decision === 'register_again' && existing) {
             deviceId = existing.device_id;
             stmt.reregisterDevice.run(
               input.model,
@@ -954,13 +946,10 @@ export function createSqliteStore(
         .transaction((): StatusReportOutcome => {
           const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;
           if (!raw || raw.device_id !== deviceId) return { outcome: 'not_found' };
-          const current = raw.status;
-          if (current === 'cancelled' || current === 'expired')
-            return { outcome: 'conflict', status: current };
-          // Reports only move a command forward; a repeat or a late `accepted` after a final status is a no-op.
-          if (STATUS_RANK[report.status] <= STATUS_RANK[current]) {
+          const decision = decideStatusReport(raw.status, report.status);
+          if (decision.kind === 'conflict') return { outcome: 'conflict', status: decision.status };
+          if (decision.kind === 'unchanged')
             return { outcome: 'ok', command: toCommand(raw), changed: false };
-          }
           stmt.setCommandStatus.run(report.status, report.reason ?? null, nowMs, commandId);
           stmt.insertHistory.run(commandId, report.status, nowMs, report.reason ?? null);
           return {
@@ -981,9 +970,9 @@ export function createSqliteStore(
         .transaction((): CommandRow | 'not_found' | 'conflict' => {
           const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;
           if (!raw) return 'not_found';
-          if (raw.status !== 'queued') return 'conflict';
-          stmt.setCommandStatus.run('cancelled', 'cancelled by operator', nowMs, commandId);
-          stmt.insertHistory.run(commandId, 'cancelled', nowMs, 'cancelled by operator');
+          if (!mayCancel(raw.status)) return 'conflict';
+          stmt.setCommandStatus.run('cancelled', REASON.cancelledByOperator, nowMs, commandId);
+          stmt.insertHistory.run(commandId, 'cancelled', nowMs, REASON.cancelledByOperator);
           return toCommand({ ...raw, status: 'cancelled', updated_ms: nowMs });
         })
         .immediate();
@@ -993,8 +982,8 @@ export function createSqliteStore(
         .transaction(() => {
           const rows = stmt.expiring.all(nowMs) as RawCommand[];
           for (const r of rows) {
-            stmt.setCommandStatus.run('expired', 'no report before expiry', nowMs, r.command_id);
-            stmt.insertHistory.run(r.command_id, 'expired', nowMs, 'no report before expiry');
+            stmt.setCommandStatus.run('expired', REASON.expired, nowMs, r.command_id);
+            stmt.insertHistory.run(r.command_id, 'expired', nowMs, REASON.expired);
           }
           return rows.map((r) => toCommand({ ...r, status: 'expired', updated_ms: nowMs }));
         })
@@ -1020,8 +1009,8 @@ export function createSqliteStore(
           if (stmt.setControlStatus.run('cancelled', controlId, 'executing').changes !== 1) return [];
           const queued = stmt.queuedOfControl.all(controlId) as RawCommand[];
           for (const r of queued) {
-            stmt.setCommandStatus.run('cancelled', 'control cancelled', nowMs, r.command_id);
-            stmt.insertHistory.run(r.command_id, 'cancelled', nowMs, 'control cancelled');
+            stmt.setCommandStatus.run('cancelled', REASON.controlCancelled, nowMs, r.command_id);
+            stmt.insertHistory.run(r.command_id, 'cancelled', nowMs, REASON.controlCancelled);
           }
           insertCommandsNow(reversals, nowMs);
           return queued.map((r) => toCommand({ ...r, status: 'cancelled', updated_ms: nowMs }));
@@ -1106,59 +1095,19 @@ export function createSqliteStore(
       return (stmt.deviceIdsInSite.all(siteId) as Array<{ device_id: string }>).map((r) => r.device_id);
     },
     async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
-      // Integrates each connector's power over time (left Riemann sum: a sample's power holds until the next
-      // sample). A gap longer than MAX_GAP_MS counts as no data rather than as the last power held through an
-      // outage. Each interval is split at bucket boundaries and at the range's ends, so a bucket holds exactly
-      // the energy of its own time span; samples up to MAX_GAP_MS outside the range are read for the intervals
-      // that cross its ends, but only samples inside it are counted.
+      // The integration rule is domain/energy.ts; rows come in time order (the telemetry index), and samples up
+      // to MAX_GAP_MS outside the range are read for the intervals that cross its ends.
+      const range = { startMs, endMs, intervalMs };
       const buckets = new Map<number, EnergyBucketRow>();
-      const bucketOf = (ts: number) => {
-        const start = startMs + Math.floor((ts - startMs) / intervalMs) * intervalMs;
-        let b = buckets.get(start);
-        if (!b) {
-          b = { start_ms: start, imported_kwh: 0, exported_kwh: 0, power_sum: 0, max_power: 0, samples: 0 };
-          buckets.set(start, b);
-        }
-        return b;
-      };
       for (const deviceId of deviceIds) {
-        // Rows come in time order (the telemetry index); each connector keeps its own previous sample.
-        const prevOf = new Map<number, { connector_id: number; ts_ms: number; power: number | null }>();
-        for (const row of stmt.energySamples.iterate(
+        const samples = stmt.energySamples.iterate(
           deviceId,
           startMs - MAX_GAP_MS,
           endMs + MAX_GAP_MS,
-        ) as Iterable<{
-          connector_id: number;
-          ts_ms: number;
-          power: number | null;
-        }>) {
-          if (row.ts_ms >= startMs && row.ts_ms < endMs) {
-            const b = bucketOf(row.ts_ms);
-            b.samples++;
-            const p = row.power ?? 0;
-            b.power_sum += p;
-            if (p > b.max_power) b.max_power = p;
-          }
-          const prev = prevOf.get(row.connector_id);
-          if (prev && prev.power !== null) {
-            const dt = row.ts_ms - prev.ts_ms;
-            if (dt > 0 && dt <= MAX_GAP_MS) {
-              const to = Math.min(row.ts_ms, endMs);
-              for (let from = Math.max(prev.ts_ms, startMs); from < to; ) {
-                const pb = bucketOf(from);
-                const until = Math.min(pb.start_ms + intervalMs, to);
-                const kwh = (prev.power * (until - from)) / 3_600_000;
-                if (kwh >= 0) pb.imported_kwh += kwh;
-                else pb.exported_kwh -= kwh;
-                from = until;
-              }
-            }
-          }
-          prevOf.set(row.connector_id, row);
-        }
+        ) as Iterable<PowerSample>;
+        accumulateEnergy(buckets, samples, range);
       }
-      return [...buckets.values()].sort((a, b) => a.start_ms - b.start_ms);
+      return bucketsInOrder(buckets);
     },
 
     async insertEvents(deviceId, events, nowMs) {

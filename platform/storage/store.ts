@@ -9,6 +9,7 @@ import type {
   Scope,
   TelemetryRecord,
 } from '../../shared/index.js';
+import type { EnergyBucket } from '../domain/energy.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 
 /**
@@ -147,14 +148,8 @@ export interface StoredEventRow {
   data: Record<string, unknown> | null;
   received_ms: number;
 }
-export interface EnergyBucketRow {
-  start_ms: number;
-  imported_kwh: number;
-  exported_kwh: number;
-  power_sum: number;
-  max_power: number;
-  samples: number;
-}
+/** A bucket of energy, as domain/energy.ts integrates it. */
+export type EnergyBucketRow = EnergyBucket;
 
 export interface Store {
   // Operators, sites, clients (admin CLI and sandbox seed)

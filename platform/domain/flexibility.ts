@@ -1,0 +1,75 @@
+import type { CommandStatus } from '../../shared/index.js';
+
+/**
+ * Load-flexibility controls (spec: `/v1/operator/control/flexibility`), pure: the window a control's commands
+ * carry, its status as an operator sees it, its progress, and how a cancellation lifts it from the chargers.
+ */
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export interface ControlWindow {
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * The parameters every command of a control carries: the request's, plus the control id and the window in
+ * absolute time, so that a late delivery cannot stretch the control beyond what the operator asked for.
+ */
+export function controlCommandParams<P extends { duration: number }>(
+  requested: P,
+  controlId: string,
+  startMs: number,
+): { params: P & { control_id: string; starts_at: string; ends_at: string }; window: ControlWindow } {
+  const endMs = startMs + requested.duration * 1000;
+  return {
+    params: { ...requested, control_id: controlId, starts_at: iso(startMs), ends_at: iso(endMs) },
+    window: { startMs, endMs },
+  };
+}
+
+export type ControlStatus = 'executing' | 'completed' | 'cancelled';
+
+/** A control whose window has ended is completed, even before the background sweep has written it so. */
+export function effectiveControlStatus(stored: ControlStatus, endsMs: number, nowMs: number): ControlStatus {
+  return stored === 'executing' && endsMs <= nowMs ? 'completed' : stored;
+}
+
+/** How many of a control's commands are in each status. */
+export function controlProgress(commands: ReadonlyArray<{ status: CommandStatus }>): Record<string, number> {
+  const progress: Record<string, number> = {};
+  for (const c of commands) progress[c.status] = (progress[c.status] ?? 0) + 1;
+  return progress;
+}
+
+export type CancellationPlan =
+  | { kind: 'conflict'; message: string }
+  | {
+      kind: 'cancel';
+      /** Chargers that may hold the control: each gets the same command with the window ended now. */
+      reversalDeviceIds: string[];
+      reversalParams: Record<string, unknown>;
+      /** Reversals matter until the control would have ended anyway. */
+      reversalExpiryMs: number;
+    };
+
+/**
+ * Cancelling a control: its still-queued commands are cancelled by storage; every charger that may already hold
+ * it (the command went beyond `queued` and was not cancelled or expired) gets a reversal.
+ */
+export function planCancellation(
+  control: { status: ControlStatus; ends_ms: number; params: Record<string, unknown> },
+  commands: ReadonlyArray<{ device_id: string; status: CommandStatus }>,
+  nowMs: number,
+): CancellationPlan {
+  const status = effectiveControlStatus(control.status, control.ends_ms, nowMs);
+  if (status !== 'executing') return { kind: 'conflict', message: `Control is already ${status}` };
+  return {
+    kind: 'cancel',
+    reversalDeviceIds: commands
+      .filter((c) => c.status !== 'queued' && c.status !== 'cancelled' && c.status !== 'expired')
+      .map((c) => c.device_id),
+    reversalParams: { ...control.params, ends_at: iso(nowMs) },
+    reversalExpiryMs: control.ends_ms,
+  };
+}

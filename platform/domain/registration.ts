@@ -1,0 +1,21 @@
+/**
+ * Registration policy (DESIGN.md §3), pure: whether a serial number may register, and how.
+ *
+ * - `allowlist`: only serials an operator allowed (`devices allow`); `open` (the sandbox): any.
+ * - A serial that is registered stays so until an operator resets it: a second registration is refused (409),
+ *   so a cloned serial cannot take over a charger's identity.
+ * - A reset charger registers again under its old device id (its history stays with it) with a new secret.
+ */
+export type RegistrationDecision = 'not_allowed' | 'already_registered' | 'register_new' | 'register_again';
+
+export function decideRegistration(input: {
+  policy: 'open' | 'allowlist';
+  /** The serial is on the allowlist. */
+  allowed: boolean;
+  /** The device of that serial, if one was ever registered. */
+  existing: { registered: boolean } | undefined;
+}): RegistrationDecision {
+  if (input.policy === 'allowlist' && !input.allowed) return 'not_allowed';
+  if (input.existing === undefined) return 'register_new';
+  return input.existing.registered ? 'already_registered' : 'register_again';
+}

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import {
+  controlCommandParams,
+  controlProgress,
+  effectiveControlStatus,
+  planCancellation,
+} from '../../../platform/domain/flexibility.js';
+import type { CommandStatus } from '../../../shared/index.js';
+
+const T = Date.UTC(2026, 5, 1, 12, 0, 0);
+
+describe('controlCommandParams', () => {
+  it('carries the request, the control id and the window in absolute time', () => {
+    const { params, window } = controlCommandParams({ power_limit_percent: 50, duration: 900 }, 'ctl_1', T);
+    expect(params).toEqual({
+      power_limit_percent: 50,
+      duration: 900,
+      control_id: 'ctl_1',
+      starts_at: '2026-06-01T12:00:00.000Z',
+      ends_at: '2026-06-01T12:15:00.000Z',
+    });
+    expect(window).toEqual({ startMs: T, endMs: T + 900_000 });
+  });
+});
+
+describe('effectiveControlStatus', () => {
+  it.each([
+    ['executing', T + 1, 'executing'],
+    ['executing', T, 'completed'],
+    ['executing', T - 1, 'completed'],
+    ['completed', T + 1, 'completed'],
+    ['cancelled', T + 1, 'cancelled'],
+    ['cancelled', T - 1, 'cancelled'],
+  ] as const)('stored %s, ends at T%+d ms: %s', (stored, endsMs, want) => {
+    expect(effectiveControlStatus(stored, endsMs, T)).toBe(want);
+  });
+});
+
+describe('controlProgress', () => {
+  it('counts the commands by status', () => {
+    const statuses: CommandStatus[] = ['queued', 'succeeded', 'succeeded', 'expired'];
+    expect(controlProgress(statuses.map((status) => ({ status })))).toEqual({
+      queued: 1,
+      succeeded: 2,
+      expired: 1,
+    });
+    expect(controlProgress([])).toEqual({});
+  });
+});
+
+describe('planCancellation', () => {
+  const control = { status: 'executing' as const, ends_ms: T + 60_000, params: { power_limit_percent: 0 } };
+  const commands = (
+    [
+      ['d-queued', 'queued'],
+      ['d-delivered', 'delivered'],
+      ['d-accepted', 'accepted'],
+      ['d-succeeded', 'succeeded'],
+      ['d-failed', 'failed'],
+      ['d-rejected', 'rejected'],
+      ['d-expired', 'expired'],
+      ['d-cancelled', 'cancelled'],
+    ] as const
+  ).map(([device_id, status]) => ({ device_id, status }));
+
+  it('reverses the control on every charger that may hold it, with the window ended now', () => {
+    expect(planCancellation(control, commands, T)).toEqual({
+      kind: 'cancel',
+      reversalDeviceIds: ['d-delivered', 'd-accepted', 'd-succeeded', 'd-failed', 'd-rejected'],
+      reversalParams: { power_limit_percent: 0, ends_at: new Date(T).toISOString() },
+      reversalExpiryMs: T + 60_000,
+    });
+  });
+
+  it.each([
+    [{ ...control, status: 'cancelled' as const }, 'Control is already cancelled'],
+    [{ ...control, status: 'completed' as const }, 'Control is already completed'],
+    [{ ...control, ends_ms: T }, 'Control is already completed'],
+  ])('refuses a control that is no longer executing (%#)', (c, message) => {
+    expect(planCancellation(c, commands, T)).toEqual({ kind: 'conflict', message });
+  });
+});
