@@ -4,18 +4,9 @@ import {
   mayCancel,
   type ReportedStatus,
 } from '../../../platform/domain/command-lifecycle.js';
-import type { CommandStatus } from '../../../shared/index.js';
+import { CommandStatus } from '../../../shared/index.js';
 
-const ALL: CommandStatus[] = [
-  'queued',
-  'delivered',
-  'accepted',
-  'succeeded',
-  'failed',
-  'rejected',
-  'expired',
-  'cancelled',
-];
+const ALL = CommandStatus.options;
 
 describe('decideStatusReport: reports only move a command forward', () => {
   // [current, reported, decision]
