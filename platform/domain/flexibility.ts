@@ -7,11 +7,6 @@ import type { CommandStatus } from '../../shared/index.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export interface ControlWindow {
-  startMs: number;
-  endMs: number;
-}
-
 /**
  * The parameters every command of a control carries: the request's, plus the control id and the window in
  * absolute time, so that a late delivery cannot stretch the control beyond what the operator asked for.
@@ -20,11 +15,11 @@ export function controlCommandParams<P extends { duration: number }>(
   requested: P,
   controlId: string,
   startMs: number,
-): { params: P & { control_id: string; starts_at: string; ends_at: string }; window: ControlWindow } {
+): { params: P & { control_id: string; starts_at: string; ends_at: string }; endMs: number } {
   const endMs = startMs + requested.duration * 1000;
   return {
     params: { ...requested, control_id: controlId, starts_at: iso(startMs), ends_at: iso(endMs) },
-    window: { startMs, endMs },
+    endMs,
   };
 }
 

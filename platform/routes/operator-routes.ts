@@ -503,8 +503,7 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
         });
         const start = ctx.now();
         const control_id = newId('ctl');
-        const { params, window } = controlCommandParams(body.params, control_id, start);
-        const end = window.endMs;
+        const { params, endMs: end } = controlCommandParams(body.params, control_id, start);
         const commands = await ctx.store.createControl(
           {
             control_id,

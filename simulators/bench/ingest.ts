@@ -85,8 +85,9 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
       platform: { origin: platform.url.replace('localhost', '127.0.0.1'), pid: platform.pid },
       bare: { origin: `https://127.0.0.1:${barePort}`, pid: bare.pid! },
     };
-    /** CPU cores each process used during `which`'s rounds: [server, generator]. */
-    const cpu = { platform: [0, 0], bare: [0, 0] };
+    /** CPU seconds the server and the generator used during each side's measured rounds. */
+    const zero = () => ({ server: 0, generator: 0 });
+    let cpu = { platform: zero(), bare: zero() };
     const round = async (which: keyof typeof targets, ms: number) => {
       const target = targets[which];
       const serverBefore = sampleProcess(target.pid);
@@ -99,15 +100,14 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
       });
       const serverAfter = sampleProcess(target.pid);
       const generator = process.cpuUsage(generatorBefore);
-      cpu[which][0]! += serverAfter.cpuSeconds - serverBefore.cpuSeconds;
-      cpu[which][1]! += (generator.user + generator.system) / 1e6;
+      cpu[which].server += serverAfter.cpuSeconds - serverBefore.cpuSeconds;
+      cpu[which].generator += (generator.user + generator.system) / 1e6;
       return result;
     };
 
     // Warm-up: connections, JIT, the platform's caches; not counted (but stored, and checked below).
     const warm = [await round('platform', 2000), await round('bare', 2000)];
-    cpu.platform = [0, 0];
-    cpu.bare = [0, 0];
+    cpu = { platform: zero(), bare: zero() };
     const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[] };
     const hostBefore = sampleHostCpu();
     const roundMs = (SECONDS * 1000) / ROUNDS;
@@ -118,8 +118,8 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
     const steal = stealPercent(hostBefore, sampleHostCpu());
     const onPlatform = summarizeLoad(rounds.platform);
     const onBare = summarizeLoad(rounds.bare);
-    const cores = (which: keyof typeof targets, i: 0 | 1) =>
-      Math.round((cpu[which][i]! / rounds[which].reduce((s, r) => s + r.seconds, 0)) * 100) / 100;
+    const cores = (which: keyof typeof targets, part: 'server' | 'generator') =>
+      Math.round((cpu[which][part] / rounds[which].reduce((s, r) => s + r.seconds, 0)) * 100) / 100;
 
     // Every acknowledged record must be in the database. autocannon ends a round by closing its connections, so
     // up to one request per connection per round was sent (and maybe stored) but never answered: stored lies
@@ -143,10 +143,10 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
       cpu_steal_percent: steal,
       /** CPU cores used during each side's rounds (clock ticks of 10 ms: ±0.02). */
       cpu_cores: {
-        platform_server: cores('platform', 0),
-        generator_against_platform: cores('platform', 1),
-        bare_server: cores('bare', 0),
-        generator_against_bare: cores('bare', 1),
+        platform_server: cores('platform', 'server'),
+        generator_against_platform: cores('platform', 'generator'),
+        bare_server: cores('bare', 'server'),
+        generator_against_bare: cores('bare', 'generator'),
       },
       rps_by_round: {
         platform: rounds.platform.map((r) => Math.round(r.latencies.length / r.seconds)),
