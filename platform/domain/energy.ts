@@ -38,6 +38,11 @@ export interface EnergyRange {
   endMs: number;
   /** Bucket width; buckets start at `startMs + k * intervalMs`. */
   intervalMs: number;
+  /**
+   * Samples before this time only start intervals; they are not counted as samples. Default `startMs`.
+   * (Rollups appending after a connector's last counted sample feed that sample again with this set past it.)
+   */
+  countFromMs?: number;
 }
 
 /**
@@ -50,6 +55,7 @@ export function accumulateEnergy(
   range: EnergyRange,
 ): Map<number, EnergyBucket> {
   const { startMs, endMs, intervalMs } = range;
+  const countFromMs = Math.max(startMs, range.countFromMs ?? startMs);
   const bucketOf = (ts: number): EnergyBucket => {
     const start = startMs + Math.floor((ts - startMs) / intervalMs) * intervalMs;
     let bucket = buckets.get(start);
@@ -62,7 +68,7 @@ export function accumulateEnergy(
   // Each connector integrates from its own previous sample.
   const previous = new Map<number, PowerSample>();
   for (const sample of samples) {
-    if (sample.ts_ms >= startMs && sample.ts_ms < endMs) {
+    if (sample.ts_ms >= countFromMs && sample.ts_ms < endMs) {
       const bucket = bucketOf(sample.ts_ms);
       const power = sample.power ?? 0;
       bucket.samples++;

@@ -43,6 +43,7 @@ import { errors } from '../api-error.js';
 import type { OperatorPrincipal } from '../auth/authenticate.js';
 import type { PlatformContext } from '../context.js';
 import { connectorViewsByDevice, deviceView } from '../device-view.js';
+import { rollupAlignedRange } from '../domain/energy-rollup.js';
 import {
   controlCommandParams,
   controlProgress,
@@ -244,7 +245,8 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       url: '/v1/operator/energy',
       summary: 'Energy time-series aggregated from telemetry',
       description:
-        'Buckets of 15m, 1h or 1d starting at start_time (UTC). Energy is integrated from telemetry power; a gap ' +
+        'Buckets of 15m, 1h or 1d starting at start_time (UTC), with start_time and end_time widened to whole ' +
+        '15 minutes (the answer says which range it covers). Energy is integrated from telemetry power; a gap ' +
         'of more than 5 minutes between samples counts as no data.',
       tag: 'operator',
       auth: read,
@@ -257,8 +259,11 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
         if (query.device_id) deviceIds = [(await visibleDevice(request, query.device_id)).device_id];
         else
           deviceIds = await ctx.store.deviceIdsInSite((await visibleSite(request, query.site_id!)).site_id);
-        const start = Date.parse(query.start_time);
-        const end = Date.parse(query.end_time);
+        // Energy is kept in 15-minute buckets: the series covers the request's range widened to them.
+        const { startMs: start, endMs: end } = rollupAlignedRange(
+          Date.parse(query.start_time),
+          Date.parse(query.end_time),
+        );
         const step = ENERGY_INTERVAL_MS[query.interval];
         const rows = new Map(
           (await ctx.store.energyBuckets(deviceIds, start, end, step)).map((b) => [b.start_ms, b]),

@@ -211,6 +211,21 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX charging_records_by_start ON charging_records(start_ms DESC);
   CREATE INDEX charging_records_by_device ON charging_records(device_id, start_ms DESC);
   `,
+  // 3: energy rollups (DESIGN.md §12). Filled from the telemetry already stored by the rollup pass
+  // (sqlite-energy-rollups.ts), which starts from telemetry row 0 when its watermark is missing.
+  `
+  CREATE TABLE energy_rollups (
+    device_id TEXT NOT NULL,
+    bucket_ms INTEGER NOT NULL,
+    connector_id INTEGER NOT NULL,
+    imported_kwh REAL NOT NULL,
+    exported_kwh REAL NOT NULL,
+    power_sum REAL NOT NULL,
+    max_power REAL NOT NULL,
+    samples INTEGER NOT NULL,
+    PRIMARY KEY (device_id, bucket_ms, connector_id)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

@@ -11,7 +11,8 @@ import type {
   TelemetryRecord,
 } from '../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../domain/command-lifecycle.js';
-import { accumulateEnergy, bucketsInOrder, MAX_GAP_MS, type PowerSample } from '../domain/energy.js';
+import { bucketsInOrder } from '../domain/energy.js';
+import { sumRollups } from '../domain/energy-rollup.js';
 import { decideRegistration } from '../domain/registration.js';
 import { newId, newSecret } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
@@ -19,6 +20,7 @@ import type { DeviceEntry } from '../principal-directory.js';
 import { startCheckpointer } from './checkpointer.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { migrate } from './migrations.js';
+import { createSqliteEnergyRollups } from './sqlite-energy-rollups.js';
 import { asDataDirError } from './storage-faults.js';
 import type {
   ClientRow,
@@ -46,6 +48,7 @@ export const DATABASE_FILE = 'platform.sqlite';
 const LIVE_STATE_SETTING = 'connector_state_up_to_telemetry_id';
 const LIVE_STATE_EVERY_MS = 5_000;
 const LIVE_STATE_CHUNK = 250;
+const ROLLUP_EVERY_MS = 1_000;
 
 export function openDatabase(dataDir: string): Database.Database {
   let db: Database.Database | undefined;
@@ -403,10 +406,6 @@ export function createSqliteStore(
       `SELECT id, device_id, connector_id, ts_ms, state, power, voltage, current, energy_delivered, soc, temperature
        FROM telemetry WHERE id > ? ORDER BY id`,
     ),
-    energySamples: db.prepare(
-      `SELECT connector_id, ts_ms, power FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?
-       ORDER BY ts_ms, connector_id`,
-    ),
     getSetting: db.prepare('SELECT value FROM settings WHERE key = ?'),
     setSetting: db.prepare(
       'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -572,6 +571,15 @@ export function createSqliteStore(
     if (live.size() > 0) persistLiveState().catch(() => undefined);
   }, LIVE_STATE_EVERY_MS);
   liveStateTimer.unref();
+
+  const rollups = createSqliteEnergyRollups(db, (run) => batcher.write(run));
+  // The server keeps rollups close behind ingest, so that an energy read has little left to do.
+  const rollupTimer = options.backgroundCheckpoints
+    ? setInterval(() => {
+        rollups.catchUp().catch(() => undefined);
+      }, ROLLUP_EVERY_MS)
+    : undefined;
+  rollupTimer?.unref();
   /** What the main table holds of a device's connectors, with their live state from `live` over it. */
   const withLiveState = (rows: RawConnector[], deviceIds: readonly string[]): ConnectorRow[] => {
     const out = rows.map(toConnector);
@@ -1095,19 +1103,22 @@ export function createSqliteStore(
       return (stmt.deviceIdsInSite.all(siteId) as Array<{ device_id: string }>).map((r) => r.device_id);
     },
     async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
-      // The integration rule is domain/energy.ts; rows come in time order (the telemetry index), and samples up
-      // to MAX_GAP_MS outside the range are read for the intervals that cross its ends.
-      const range = { startMs, endMs, intervalMs };
-      const buckets = new Map<number, EnergyBucketRow>();
-      for (const deviceId of deviceIds) {
-        const samples = stmt.energySamples.iterate(
-          deviceId,
-          startMs - MAX_GAP_MS,
-          endMs + MAX_GAP_MS,
-        ) as Iterable<PowerSample>;
-        accumulateEnergy(buckets, samples, range);
+      // Answered from the 15-minute rollups (domain/energy-rollup.ts), after they took in every row stored.
+      // If that write fails (a full disk), the answer is what is rolled up: at most a second behind.
+      await rollups.catchUp().catch(() => undefined);
+      const rows: EnergyBucketRow[] = [];
+      for (let i = 0; i < deviceIds.length; i += 500) {
+        const ids = deviceIds.slice(i, i + 500);
+        rows.push(
+          ...(prepared(
+            `SELECT bucket_ms AS start_ms, SUM(imported_kwh) AS imported_kwh, SUM(exported_kwh) AS exported_kwh,
+               SUM(power_sum) AS power_sum, MAX(max_power) AS max_power, SUM(samples) AS samples
+             FROM energy_rollups WHERE device_id IN (${placeholders(ids.length)}) AND bucket_ms >= ? AND bucket_ms < ?
+             GROUP BY bucket_ms`,
+          ).all(...ids, startMs, endMs) as EnergyBucketRow[]),
+        );
       }
-      return bucketsInOrder(buckets);
+      return bucketsInOrder(sumRollups(rows, { startMs, endMs, intervalMs }));
     },
 
     async insertEvents(deviceId, events, nowMs) {
@@ -1170,6 +1181,8 @@ export function createSqliteStore(
     },
     async close() {
       clearInterval(liveStateTimer);
+      clearInterval(rollupTimer);
+      await rollups.idle();
       await persistingLive?.catch(() => undefined);
       batcher.drain();
       // The live state still pending goes out with the last commit.

@@ -560,30 +560,35 @@ describe('GET /v1/operator/energy', () => {
     expect(data.items.map((b: Bucket) => b.samples)).toEqual([60, 61, 0, 0]);
   });
 
-  it('counts the energy inside a range that starts and ends between samples', async () => {
-    // 10:12:00-10:18:00 at 11 kW: 6 minutes → 1.1 kWh, including the last 5 s before 10:18.
+  it('widens a range that starts or ends inside 15 minutes to whole 15-minute buckets, and says so', async () => {
+    // Asked 10:12-10:18: answered 10:00-10:30, the whole of 10:10-10:20 at 11 kW.
     const one = await okData(energy(t, q('10:12:00', '10:18:00', '1h')));
+    expect(one.start_time).toBe(`${DAY}T10:00:00.000Z`);
+    expect(one.end_time).toBe(`${DAY}T10:30:00.000Z`);
     expect(one.items).toEqual([
       {
-        ...empty('10:12:00', '10:18:00'),
-        energy_imported: 1.1,
+        ...empty('10:00:00', '10:30:00'),
+        energy_imported: 1.833,
         avg_power: 11,
         max_power: 11,
-        samples: 72,
+        samples: 121,
       },
     ]);
-    const shifted = await okData(energy(t, q('10:12:30', '10:17:30', '1h')));
-    expect(shifted.items[0].energy_imported).toBe(Math.round((11 * 300 * 1000) / 3600) / 1000);
+    // 15m buckets still start at the (widened) start: 10:45 → 10:45-11:00, 11:00-11:15.
+    const later = await okData(energy(t, q('10:50:00', '11:05:00', '15m')));
+    expect(later.items.map((b: Bucket) => [b.start_time.slice(11, 16), b.end_time.slice(11, 16)])).toEqual([
+      ['10:45', '11:00'],
+      ['11:00', '11:15'],
+    ]);
   });
 
   it('clips the last bucket at end_time', async () => {
-    const data = await okData(energy(t, q('10:00:00', '10:40:00', '15m')));
+    const data = await okData(energy(t, q('10:00:00', '11:30:00', '1h')));
     expect(data.items.map((b: Bucket) => [b.start_time.slice(11, 19), b.end_time.slice(11, 19)])).toEqual([
-      ['10:00:00', '10:15:00'],
-      ['10:15:00', '10:30:00'],
-      ['10:30:00', '10:40:00'],
+      ['10:00:00', '11:00:00'],
+      ['11:00:00', '11:30:00'],
     ]);
-    expect(data.items.map((b: Bucket) => b.energy_imported)).toEqual([0.917, 0.917, 0]);
+    expect(data.items.map((b: Bucket) => b.energy_imported)).toEqual([1.833, 0]);
   });
 
   it('1d buckets: a day’s total, and an empty next day', async () => {

@@ -1,0 +1,169 @@
+import type Database from 'better-sqlite3';
+import type { EnergyBucket, PowerSample } from '../domain/energy.js';
+import { MAX_GAP_MS } from '../domain/energy.js';
+import {
+  appendedRollupDeltas,
+  type RollupRun,
+  recomputeRollupRun,
+  touchedRollupRuns,
+} from '../domain/energy-rollup.js';
+
+/**
+ * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
+ * the ingest path rather than in it: telemetry rows are rolled up in id order, a chunk per write, and a
+ * setting records up to which row they are. A request never waits for this; an energy read first lets it
+ * catch up, so a series always includes every record acknowledged before it was asked for.
+ *
+ * Per connector, rows newer than its newest rolled-up sample are appended (deltas added); rows older than it
+ * (a backlog replayed after an outage beside live data) recompute the buckets they can change from the raw
+ * samples. Rollups reflect exactly the rows up to the watermark, so a recompute reads only those.
+ */
+export interface EnergyRollups {
+  /** Rolls up everything stored so far; concurrent calls share one pass. */
+  catchUp(): Promise<void>;
+  /** Rows not rolled up yet, as of the last pass (for /metrics). */
+  lagRows(): number;
+  /** Settles when no pass is running (before the database closes). */
+  idle(): Promise<void>;
+}
+
+export const ROLLUP_WATERMARK_SETTING = 'energy_rollups_up_to_telemetry_id';
+/** Rows per write: a chunk holds the event loop for a few milliseconds. */
+const CHUNK_ROWS = 4000;
+
+interface NewRow extends PowerSample {
+  id: number;
+  device_id: string;
+}
+
+export function createSqliteEnergyRollups(
+  db: Database.Database,
+  write: <T>(run: () => T) => Promise<T>,
+): EnergyRollups {
+  const stmt = {
+    watermark: db.prepare('SELECT value FROM settings WHERE key = ?').pluck(),
+    setWatermark: db.prepare(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+    newRows: db.prepare(
+      'SELECT id, device_id, connector_id, ts_ms, power FROM telemetry WHERE id > ? ORDER BY id LIMIT ?',
+    ),
+    maxId: db.prepare('SELECT MAX(id) FROM telemetry').pluck(),
+    newestRolledUp: db.prepare(
+      `SELECT connector_id, ts_ms, power FROM telemetry
+       WHERE device_id = ? AND connector_id = ? AND id <= ? ORDER BY ts_ms DESC LIMIT 1`,
+    ),
+    samplesIn: db.prepare(
+      `SELECT connector_id, ts_ms, power FROM telemetry
+       WHERE device_id = ? AND ts_ms >= ? AND ts_ms <= ? AND connector_id = ? AND id <= ? ORDER BY ts_ms`,
+    ),
+    addDelta: db.prepare(
+      `INSERT INTO energy_rollups (device_id, bucket_ms, connector_id, imported_kwh, exported_kwh, power_sum,
+         max_power, samples) VALUES (@device_id, @start_ms, @connector_id, @imported_kwh, @exported_kwh,
+         @power_sum, @max_power, @samples)
+       ON CONFLICT (device_id, bucket_ms, connector_id) DO UPDATE SET
+         imported_kwh = imported_kwh + excluded.imported_kwh, exported_kwh = exported_kwh + excluded.exported_kwh,
+         power_sum = power_sum + excluded.power_sum, max_power = MAX(max_power, excluded.max_power),
+         samples = samples + excluded.samples`,
+    ),
+    deleteRun: db.prepare(
+      `DELETE FROM energy_rollups WHERE device_id = ? AND connector_id = ? AND bucket_ms >= ? AND bucket_ms < ?`,
+    ),
+  };
+
+  // Each connector's newest rolled-up sample, valid for the watermark it was noted at.
+  const newest = new Map<string, PowerSample>();
+  let newestAt = -1;
+  let known = { watermark: 0, maxId: 0 };
+
+  const putBuckets = (deviceId: string, connectorId: number, buckets: readonly EnergyBucket[]) => {
+    for (const b of buckets) stmt.addDelta.run({ device_id: deviceId, connector_id: connectorId, ...b });
+  };
+  const recompute = (deviceId: string, connectorId: number, runs: readonly RollupRun[], upToId: number) => {
+    for (const run of runs) {
+      const samples = stmt.samplesIn.iterate(
+        deviceId,
+        run.startMs - MAX_GAP_MS,
+        run.endMs + MAX_GAP_MS,
+        connectorId,
+        upToId,
+      ) as Iterable<PowerSample>;
+      const buckets = recomputeRollupRun(samples, run);
+      stmt.deleteRun.run(deviceId, connectorId, run.startMs, run.endMs);
+      putBuckets(deviceId, connectorId, buckets);
+    }
+  };
+
+  /** One chunk; false when there was nothing left. */
+  const step = (): boolean => {
+    const watermark = Number(stmt.watermark.get(ROLLUP_WATERMARK_SETTING) ?? 0);
+    // Another process (or a failed write) moved the watermark: what is remembered may be stale.
+    if (watermark !== newestAt) newest.clear();
+    const rows = stmt.newRows.all(watermark, CHUNK_ROWS) as NewRow[];
+    known = { watermark, maxId: Number(stmt.maxId.get() ?? 0) };
+    const upToId = rows.at(-1)?.id;
+    if (upToId === undefined) return false;
+    const byConnector = new Map<string, NewRow[]>();
+    for (const row of rows) {
+      const key = `${row.device_id}|${row.connector_id}`;
+      const list = byConnector.get(key);
+      if (list) list.push(row);
+      else byConnector.set(key, [row]);
+    }
+    for (const [key, group] of byConnector) {
+      group.sort((a, b) => a.ts_ms - b.ts_ms);
+      const { device_id, connector_id } = group[0]!;
+      const last =
+        newest.get(key) ??
+        (stmt.newestRolledUp.get(device_id, connector_id, watermark) as PowerSample | undefined);
+      const latest = group.at(-1)!;
+      if (!last || group[0]!.ts_ms > last.ts_ms) {
+        putBuckets(device_id, connector_id, appendedRollupDeltas(last, group));
+      } else {
+        recompute(device_id, connector_id, touchedRollupRuns(group.map((r) => r.ts_ms)), upToId);
+      }
+      const newer = !last || latest.ts_ms > last.ts_ms ? latest : last;
+      newest.set(key, { connector_id, ts_ms: newer.ts_ms, power: newer.power });
+    }
+    stmt.setWatermark.run(ROLLUP_WATERMARK_SETTING, String(upToId));
+    newestAt = upToId;
+    known = { watermark: upToId, maxId: known.maxId };
+    return rows.length === CHUNK_ROWS;
+  };
+
+  const pass = async () => {
+    try {
+      while (await write(step)) {
+        // Each chunk is its own write: requests run between them.
+      }
+    } catch (err) {
+      newest.clear();
+      newestAt = -1;
+      throw err;
+    }
+  };
+  // A pass that has started may have read before the caller's rows were committed: callers join the pass
+  // that has not started yet, which runs after the current one.
+  let current: Promise<void> = Promise.resolve();
+  let next: Promise<void> | undefined;
+  return {
+    catchUp() {
+      if (!next) {
+        next = current
+          .catch(() => undefined)
+          .then(() => {
+            next = undefined;
+            return pass();
+          });
+        current = next;
+      }
+      return next;
+    },
+    idle() {
+      return current.catch(() => undefined);
+    },
+    lagRows() {
+      return Math.max(0, known.maxId - known.watermark);
+    },
+  };
+}
