@@ -226,6 +226,35 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (device_id, bucket_ms, connector_id)
   ) WITHOUT ROWID;
   `,
+  // 4: charging records bounded by operator (DESIGN.md §12, sqlite-charging-records.ts): each record carries
+  // its device's operator; records are counted per operator, connector and day of start and of end.
+  `
+  ALTER TABLE charging_records ADD COLUMN operator_id TEXT;
+  UPDATE charging_records SET operator_id = (
+    SELECT s.operator_id FROM devices d JOIN sites s ON s.site_id = d.site_id
+    WHERE d.device_id = charging_records.device_id);
+  DROP INDEX charging_records_by_start;
+  CREATE INDEX charging_records_by_operator_start
+    ON charging_records(operator_id, start_ms DESC, record_id DESC);
+  CREATE INDEX charging_records_by_operator_end ON charging_records(operator_id, end_ms);
+  CREATE TABLE charging_record_days (
+    operator_id TEXT NOT NULL,
+    side INTEGER NOT NULL,
+    day_ms INTEGER NOT NULL,
+    connector_id INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (operator_id, side, day_ms, connector_id)
+  ) WITHOUT ROWID;
+  INSERT INTO charging_record_days (operator_id, side, day_ms, connector_id, n)
+    SELECT operator_id, 0, (start_ms / 86400000) * 86400000, connector_id, COUNT(*) FROM charging_records
+    WHERE operator_id IS NOT NULL GROUP BY 1, 3, 4;
+  INSERT INTO charging_record_days (operator_id, side, day_ms, connector_id, n)
+    SELECT operator_id, 1, (end_ms / 86400000) * 86400000, connector_id, COUNT(*) FROM charging_records
+    WHERE operator_id IS NOT NULL GROUP BY 1, 3, 4;
+  INSERT INTO settings (key, value)
+    SELECT 'charging_record_max_duration_ms', COALESCE(MAX(end_ms - start_ms), 0) FROM charging_records
+    WHERE true ON CONFLICT (key) DO NOTHING;
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

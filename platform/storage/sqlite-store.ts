@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
-  ChargingRecord,
   ChargingSchedule,
   CommandName,
   CommandStatus,
@@ -20,6 +19,7 @@ import type { DeviceEntry } from '../principal-directory.js';
 import { startCheckpointer } from './checkpointer.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { migrate } from './migrations.js';
+import { createSqliteChargingRecords } from './sqlite-charging-records.js';
 import { createSqliteEnergyRollups } from './sqlite-energy-rollups.js';
 import { asDataDirError } from './storage-faults.js';
 import type {
@@ -33,7 +33,6 @@ import type {
   EnergyBucketRow,
   NewCommand,
   OperatorRow,
-  Page,
   RegistrationOutcome,
   ScheduleRow,
   SiteRow,
@@ -82,22 +81,6 @@ interface RawDevice extends Omit<DeviceRow, 'registered'> {
 interface RawConnector extends Omit<ConnectorRow, 'v2g_capable'> {
   v2g_capable: number;
 }
-interface RawRecord {
-  record_id: string;
-  device_id: string;
-  connector_id: number;
-  start_ms: number;
-  end_ms: number;
-  energy: number;
-  max_power: number | null;
-  avg_power: number | null;
-  cost: number | null;
-  meter_start: number | null;
-  meter_end: number | null;
-  vin: string | null;
-  soc_start: number | null;
-  soc_end: number | null;
-}
 interface RawCommand {
   reason: string | null;
   command_id: string;
@@ -132,29 +115,6 @@ function toConnector(raw: RawConnector): ConnectorRow {
 function toCommand(raw: RawCommand): CommandRow {
   return { ...raw, params: JSON.parse(raw.params) as Record<string, unknown> };
 }
-function toRecord(r: RawRecord): ChargingRecord {
-  const rec: ChargingRecord = {
-    record_id: r.record_id,
-    device_id: r.device_id,
-    connector_id: r.connector_id,
-    start_time: iso(r.start_ms),
-    end_time: iso(r.end_ms),
-    energy: r.energy,
-  };
-  if (r.max_power !== null) rec.max_power = r.max_power;
-  if (r.avg_power !== null) rec.avg_power = r.avg_power;
-  if (r.cost !== null) rec.cost = r.cost;
-  if (r.meter_start !== null) rec.meter_start = r.meter_start;
-  if (r.meter_end !== null) rec.meter_end = r.meter_end;
-  if (r.vin !== null || r.soc_start !== null || r.soc_end !== null) {
-    rec.vehicle_info = {};
-    if (r.vin !== null) rec.vehicle_info.vin = r.vin;
-    if (r.soc_start !== null) rec.vehicle_info.soc_start = r.soc_start;
-    if (r.soc_end !== null) rec.vehicle_info.soc_end = r.soc_end;
-  }
-  return rec;
-}
-
 interface RawControl {
   control_id: string;
   client_id: string;
@@ -330,12 +290,6 @@ export function createSqliteStore(
     ),
     touchDevice: db.prepare(
       'UPDATE devices SET last_seen_ms = MAX(COALESCE(last_seen_ms, 0), ?) WHERE device_id = ?',
-    ),
-    insertRecord: db.prepare(
-      `INSERT OR IGNORE INTO charging_records (record_id, device_id, connector_id, start_ms, end_ms, energy,
-         max_power, avg_power, cost, meter_start, meter_end, vin, soc_start, soc_end, received_ms)
-       VALUES (@record_id, @device_id, @connector_id, @start_ms, @end_ms, @energy, @max_power, @avg_power, @cost,
-         @meter_start, @meter_end, @vin, @soc_start, @soc_end, @received_ms)`,
     ),
     insertCommand: db.prepare(
       `INSERT INTO commands (command_id, device_id, command, params, status, expiry_ms, created_ms, updated_ms,
@@ -572,6 +526,7 @@ export function createSqliteStore(
   }, LIVE_STATE_EVERY_MS);
   liveStateTimer.unref();
 
+  const records = createSqliteChargingRecords(db);
   const rollups = createSqliteEnergyRollups(db, (run) => batcher.write(run));
   // The server keeps rollups close behind ingest, so that an energy read has little left to do.
   const rollupTimer = options.backgroundCheckpoints
@@ -756,7 +711,11 @@ export function createSqliteStore(
     },
     async assignDevice(deviceId, siteId) {
       localChanges++;
-      return stmt.assignDevice.run(siteId, deviceId).changes === 1;
+      return db.transaction(() => {
+        if (stmt.assignDevice.run(siteId, deviceId).changes !== 1) return false;
+        records.deviceMoved(deviceId);
+        return true;
+      })();
     },
     async resetDevice(deviceId) {
       localChanges++;
@@ -829,58 +788,10 @@ export function createSqliteStore(
     },
 
     async listChargingRecords(operatorIds, q) {
-      if (operatorIds.length === 0) return { total: 0, page: q.page, size: q.size, items: [] };
-      const where: string[] = [`s.operator_id IN (${placeholders(operatorIds.length)})`];
-      const args: Array<string | number> = [...operatorIds];
-      if (q.device_id !== undefined) {
-        where.push('r.device_id = ?');
-        args.push(q.device_id);
-      }
-      if (q.connector_id !== undefined) {
-        where.push('r.connector_id = ?');
-        args.push(q.connector_id);
-      }
-      // A record matches when its session overlaps [start_time, end_time) (DESIGN.md §9).
-      if (q.start_time !== undefined) {
-        where.push('r.end_ms > ?');
-        args.push(Date.parse(q.start_time));
-      }
-      if (q.end_time !== undefined) {
-        where.push('r.start_ms < ?');
-        args.push(Date.parse(q.end_time));
-      }
-      const from = `FROM charging_records r JOIN devices d ON d.device_id = r.device_id
-                    JOIN sites s ON s.site_id = d.site_id WHERE ${where.join(' AND ')}`;
-      const total = (prepared(`SELECT COUNT(*) AS n ${from}`).get(...args) as { n: number }).n;
-      const rows = prepared(
-        `SELECT r.* ${from} ORDER BY r.start_ms DESC, r.record_id DESC LIMIT ? OFFSET ?`,
-      ).all(...args, q.size, (q.page - 1) * q.size) as RawRecord[];
-      return { total, page: q.page, size: q.size, items: rows.map(toRecord) } satisfies Page<ChargingRecord>;
+      return records.list(operatorIds, q);
     },
-    async insertChargingRecords(records) {
-      return db.transaction(() => {
-        let inserted = 0;
-        for (const r of records) {
-          inserted += stmt.insertRecord.run({
-            record_id: r.record_id,
-            device_id: r.device_id,
-            connector_id: r.connector_id,
-            start_ms: Date.parse(r.start_time),
-            end_ms: Date.parse(r.end_time),
-            energy: r.energy,
-            max_power: r.max_power ?? null,
-            avg_power: r.avg_power ?? null,
-            cost: r.cost ?? null,
-            meter_start: r.meter_start ?? null,
-            meter_end: r.meter_end ?? null,
-            vin: r.vehicle_info?.vin ?? null,
-            soc_start: r.vehicle_info?.soc_start ?? null,
-            soc_end: r.vehicle_info?.soc_end ?? null,
-            received_ms: now(),
-          }).changes;
-        }
-        return inserted;
-      })();
+    async insertChargingRecords(rows) {
+      return db.transaction(() => records.insert(rows, now()))();
     },
 
     async enqueueCommands(commands, nowMs) {

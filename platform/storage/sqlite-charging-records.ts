@@ -1,0 +1,306 @@
+import type Database from 'better-sqlite3';
+import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
+import { DAY_MS, dayOf, locatePage, startWindows } from '../domain/record-paging.js';
+import type { Page } from './store.js';
+
+/**
+ * Charging records on SQLite, bounded however long the history (DESIGN.md §12):
+ *
+ * - Each record carries its device's operator (`operator_id`, kept when a device moves), so an operator's
+ *   records are one index range, not a join over every device.
+ * - `charging_record_days` counts records per operator, connector and day of their start and of their end.
+ *   The overlap filter's `total` is #(start < end_time) − #(end ≤ start_time) (a record ending at or before
+ *   the range's start also starts before its end), each a sum of days plus one partial day counted exactly.
+ * - A page is found from those counts (domain/record-paging.ts), so a deep page reads about one day of records,
+ *   not every record above it. Records that start before `start_time` and end after it come last; they are
+ *   read between `start_time` less the longest session stored and `start_time`.
+ *
+ * Filtered to one charger, its own index range is small enough to count and page directly.
+ */
+export interface SqliteChargingRecords {
+  list(operatorIds: readonly string[], q: ChargingRecordsQuery): Page<ChargingRecord>;
+  /** Inside the caller's transaction: returns how many were new. */
+  insert(records: readonly ChargingRecord[], receivedMs: number): number;
+  /** Inside the caller's transaction, when a device moves to another site: its records and counts move too. */
+  deviceMoved(deviceId: string): void;
+}
+
+const MAX_DURATION_SETTING = 'charging_record_max_duration_ms';
+
+interface RawRecord {
+  record_id: string;
+  device_id: string;
+  connector_id: number;
+  start_ms: number;
+  end_ms: number;
+  energy: number;
+  max_power: number | null;
+  avg_power: number | null;
+  cost: number | null;
+  meter_start: number | null;
+  meter_end: number | null;
+  vin: string | null;
+  soc_start: number | null;
+  soc_end: number | null;
+}
+
+export function createSqliteChargingRecords(db: Database.Database): SqliteChargingRecords {
+  const stmt = {
+    operatorOf: db
+      .prepare(
+        'SELECT s.operator_id FROM devices d JOIN sites s ON s.site_id = d.site_id WHERE d.device_id = ?',
+      )
+      .pluck(),
+    insert: db.prepare(
+      `INSERT OR IGNORE INTO charging_records (record_id, device_id, connector_id, start_ms, end_ms, energy,
+         max_power, avg_power, cost, meter_start, meter_end, vin, soc_start, soc_end, received_ms, operator_id)
+       VALUES (@record_id, @device_id, @connector_id, @start_ms, @end_ms, @energy, @max_power, @avg_power, @cost,
+         @meter_start, @meter_end, @vin, @soc_start, @soc_end, @received_ms, @operator_id)`,
+    ),
+    count: db.prepare(
+      `INSERT INTO charging_record_days (operator_id, side, day_ms, connector_id, n) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (operator_id, side, day_ms, connector_id) DO UPDATE SET n = n + excluded.n`,
+    ),
+    dropEmptyDays: db.prepare('DELETE FROM charging_record_days WHERE operator_id = ? AND n <= 0'),
+    deviceDays: db.prepare(
+      `SELECT operator_id, connector_id, (start_ms / ${DAY_MS}) * ${DAY_MS} AS start_day,
+         (end_ms / ${DAY_MS}) * ${DAY_MS} AS end_day, COUNT(*) AS n
+       FROM charging_records WHERE device_id = ? GROUP BY operator_id, connector_id, start_day, end_day`,
+    ),
+    moveDevice: db.prepare('UPDATE charging_records SET operator_id = ? WHERE device_id = ?'),
+    maxDuration: db.prepare('SELECT value FROM settings WHERE key = ?').pluck(),
+    setMaxDuration: db.prepare(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+  };
+  // Statements whose SQL depends on the filters and how many operators are bound, prepared once per text.
+  const cache = new Map<string, Database.Statement>();
+  const prepared = (sql: string) => {
+    let s = cache.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      cache.set(sql, s);
+    }
+    return s;
+  };
+  let maxDurationMs = Number(stmt.maxDuration.get(MAX_DURATION_SETTING) ?? 0);
+
+  /** `operator_id IN (…)` and an optional connector, with their arguments. */
+  const scope = (operatorIds: readonly string[], connectorId: number | undefined) => ({
+    sql: `operator_id IN (${operatorIds.map(() => '?').join(',')})${connectorId === undefined ? '' : ' AND connector_id = ?'}`,
+    args: connectorId === undefined ? [...operatorIds] : [...operatorIds, connectorId],
+  });
+  type Scope = ReturnType<typeof scope>;
+
+  const dayCounts = (s: Scope, side: 0 | 1): Map<number, number> => {
+    const rows = prepared(
+      `SELECT day_ms, SUM(n) AS n FROM charging_record_days WHERE ${s.sql} AND side = ${side} GROUP BY day_ms`,
+    ).all(...s.args) as Array<{ day_ms: number; n: number }>;
+    return new Map(rows.map((r) => [r.day_ms, r.n]));
+  };
+  const sumDaysBefore = (days: ReadonlyMap<number, number>, dayMs: number) => {
+    let n = 0;
+    for (const [d, c] of days) if (d < dayMs) n += c;
+    return n;
+  };
+  const countWhere = (s: Scope, where: string, args: readonly number[]) =>
+    (
+      prepared(`SELECT COUNT(*) AS n FROM charging_records WHERE ${s.sql} AND ${where}`).get(
+        ...s.args,
+        ...args,
+      ) as {
+        n: number;
+      }
+    ).n;
+
+  const listForOperators = (
+    operatorIds: readonly string[],
+    q: ChargingRecordsQuery,
+  ): Page<ChargingRecord> => {
+    const s = scope(operatorIds, q.connector_id);
+    const start = q.start_time === undefined ? undefined : Date.parse(q.start_time);
+    const end = q.end_time === undefined ? undefined : Date.parse(q.end_time);
+    const starts = dayCounts(s, 0);
+    // total = #(start < end) − #(end ≤ start_time)
+    let total = 0;
+    if (end === undefined) for (const n of starts.values()) total += n;
+    else
+      total =
+        sumDaysBefore(starts, dayOf(end)) +
+        countWhere(s, 'start_ms >= ? AND start_ms < ?', [dayOf(end), end]);
+    if (start !== undefined) {
+      const endsBy = dayCounts(s, 1);
+      const upTo = start + 1;
+      total -=
+        sumDaysBefore(endsBy, dayOf(upTo)) + countWhere(s, 'end_ms >= ? AND end_ms < ?', [dayOf(upTo), upTo]);
+    }
+    const windows = startWindows(start, end, starts, (low, high) =>
+      start === undefined
+        ? countWhere(s, 'start_ms >= ? AND start_ms < ?', [low, high])
+        : countWhere(s, 'start_ms >= ? AND start_ms < ? AND end_ms > ?', [low, high, start]),
+    );
+    const at = locatePage(windows, (q.page - 1) * q.size, q.size);
+    const where: string[] = [s.sql];
+    const args: Array<string | number> = [...s.args];
+    if (at.beforeMs !== null) {
+      where.push('start_ms < ?');
+      args.push(at.beforeMs);
+    } else if (end !== undefined) {
+      where.push('start_ms < ?');
+      args.push(end);
+    }
+    if (start !== undefined) {
+      where.push('end_ms > ?');
+      args.push(start);
+      // Past the windows: the sessions that began before start_time, no longer ago than the longest stored.
+      where.push('start_ms >= ?');
+      args.push(at.fromMs ?? start - maxDurationMs);
+    } else if (at.fromMs !== null) {
+      where.push('start_ms >= ?');
+      args.push(at.fromMs);
+    }
+    const rows = prepared(
+      `SELECT * FROM charging_records WHERE ${where.join(' AND ')}
+       ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`,
+    ).all(...args, q.size, at.skip) as RawRecord[];
+    return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
+  };
+
+  const listForDevice = (
+    operatorIds: readonly string[],
+    deviceId: string,
+    q: ChargingRecordsQuery,
+  ): Page<ChargingRecord> => {
+    const s = scope(operatorIds, q.connector_id);
+    const where = ['device_id = ?', s.sql];
+    const args: Array<string | number> = [deviceId, ...s.args];
+    // A record matches when its session overlaps [start_time, end_time) (DESIGN.md §9).
+    if (q.start_time !== undefined) {
+      where.push('end_ms > ?');
+      args.push(Date.parse(q.start_time));
+    }
+    if (q.end_time !== undefined) {
+      where.push('start_ms < ?');
+      args.push(Date.parse(q.end_time));
+    }
+    const from = `FROM charging_records WHERE ${where.join(' AND ')}`;
+    const total = (prepared(`SELECT COUNT(*) AS n ${from}`).get(...args) as { n: number }).n;
+    const rows = prepared(`SELECT * ${from} ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`).all(
+      ...args,
+      q.size,
+      (q.page - 1) * q.size,
+    ) as RawRecord[];
+    return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
+  };
+
+  const countRecord = (
+    operatorId: string,
+    connectorId: number,
+    startMs: number,
+    endMs: number,
+    by: number,
+  ) => {
+    stmt.count.run(operatorId, 0, dayOf(startMs), connectorId, by);
+    stmt.count.run(operatorId, 1, dayOf(endMs), connectorId, by);
+  };
+
+  return {
+    list(operatorIds, q) {
+      if (operatorIds.length === 0) return { total: 0, page: q.page, size: q.size, items: [] };
+      return q.device_id === undefined
+        ? listForOperators(operatorIds, q)
+        : listForDevice(operatorIds, q.device_id, q);
+    },
+    insert(records, receivedMs) {
+      const operators = new Map<string, string | null>();
+      let inserted = 0;
+      let longest = maxDurationMs;
+      for (const r of records) {
+        let operatorId = operators.get(r.device_id);
+        if (operatorId === undefined) {
+          operatorId = (stmt.operatorOf.get(r.device_id) as string | undefined) ?? null;
+          operators.set(r.device_id, operatorId);
+        }
+        const startMs = Date.parse(r.start_time);
+        const endMs = Date.parse(r.end_time);
+        const changes = stmt.insert.run({
+          record_id: r.record_id,
+          device_id: r.device_id,
+          connector_id: r.connector_id,
+          start_ms: startMs,
+          end_ms: endMs,
+          energy: r.energy,
+          max_power: r.max_power ?? null,
+          avg_power: r.avg_power ?? null,
+          cost: r.cost ?? null,
+          meter_start: r.meter_start ?? null,
+          meter_end: r.meter_end ?? null,
+          vin: r.vehicle_info?.vin ?? null,
+          soc_start: r.vehicle_info?.soc_start ?? null,
+          soc_end: r.vehicle_info?.soc_end ?? null,
+          received_ms: receivedMs,
+          operator_id: operatorId,
+        }).changes;
+        if (changes !== 1) continue;
+        inserted++;
+        if (operatorId !== null) countRecord(operatorId, r.connector_id, startMs, endMs, 1);
+        longest = Math.max(longest, endMs - startMs);
+      }
+      if (longest > maxDurationMs) {
+        stmt.setMaxDuration.run(MAX_DURATION_SETTING, String(longest));
+        maxDurationMs = longest;
+      }
+      return inserted;
+    },
+    deviceMoved(deviceId) {
+      const to = (stmt.operatorOf.get(deviceId) as string | undefined) ?? null;
+      const days = stmt.deviceDays.all(deviceId) as Array<{
+        operator_id: string | null;
+        connector_id: number;
+        start_day: number;
+        end_day: number;
+        n: number;
+      }>;
+      const from = new Set<string>();
+      for (const d of days) {
+        if (d.operator_id === to) continue;
+        if (d.operator_id !== null) {
+          from.add(d.operator_id);
+          stmt.count.run(d.operator_id, 0, d.start_day, d.connector_id, -d.n);
+          stmt.count.run(d.operator_id, 1, d.end_day, d.connector_id, -d.n);
+        }
+        if (to !== null) {
+          stmt.count.run(to, 0, d.start_day, d.connector_id, d.n);
+          stmt.count.run(to, 1, d.end_day, d.connector_id, d.n);
+        }
+      }
+      for (const operatorId of from) stmt.dropEmptyDays.run(operatorId);
+      stmt.moveDevice.run(to, deviceId);
+    },
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function toRecord(r: RawRecord): ChargingRecord {
+  const rec: ChargingRecord = {
+    record_id: r.record_id,
+    device_id: r.device_id,
+    connector_id: r.connector_id,
+    start_time: iso(r.start_ms),
+    end_time: iso(r.end_ms),
+    energy: r.energy,
+  };
+  if (r.max_power !== null) rec.max_power = r.max_power;
+  if (r.avg_power !== null) rec.avg_power = r.avg_power;
+  if (r.cost !== null) rec.cost = r.cost;
+  if (r.meter_start !== null) rec.meter_start = r.meter_start;
+  if (r.meter_end !== null) rec.meter_end = r.meter_end;
+  if (r.vin !== null || r.soc_start !== null || r.soc_end !== null) {
+    rec.vehicle_info = {};
+    if (r.vin !== null) rec.vehicle_info.vin = r.vin;
+    if (r.soc_start !== null) rec.vehicle_info.soc_start = r.soc_start;
+    if (r.soc_end !== null) rec.vehicle_info.soc_end = r.soc_end;
+  }
+  return rec;
+}

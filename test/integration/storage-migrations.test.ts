@@ -1,0 +1,66 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import { MIGRATIONS } from '../../platform/storage/migrations.js';
+import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite-store.js';
+
+/** A deployment from before rollups and record counts (schema 2) upgrades with its history intact. */
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('upgrading a schema-2 database', () => {
+  it('counts its charging records and rolls up its telemetry', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cp-migrate-'));
+    dirs.push(dir);
+    const T = Date.UTC(2026, 4, 1, 10);
+    {
+      const db = new Database(join(dir, DATABASE_FILE));
+      db.exec(MIGRATIONS[0]!);
+      db.exec(MIGRATIONS[1]!);
+      db.pragma('user_version = 2');
+      db.prepare("INSERT INTO operators VALUES ('op_a', 'A', 0)").run();
+      db.prepare("INSERT INTO sites VALUES ('site_a', 'op_a', 'a', 'UTC', 0)").run();
+      db.prepare(
+        "INSERT INTO devices (device_id, sn, site_id, registered_ms) VALUES ('dev_a', 'SN-A', 'site_a', 0)",
+      ).run();
+      db.prepare("INSERT INTO devices (device_id, sn, registered_ms) VALUES ('dev_b', 'SN-B', 0)").run();
+      const rec = db.prepare(
+        'INSERT INTO charging_records (record_id, device_id, connector_id, start_ms, end_ms, energy) VALUES (?, ?, 1, ?, ?, 1)',
+      );
+      for (let i = 0; i < 50; i++)
+        rec.run(`r${i}`, 'dev_a', T - i * 3_600_000, T - i * 3_600_000 + 1_800_000);
+      rec.run('orphan', 'dev_b', T, T + 1);
+      const tel = db.prepare(
+        "INSERT INTO telemetry (device_id, connector_id, ts_ms, state, power, received_ms) VALUES ('dev_a', 1, ?, 'charging', 12, 0)",
+      );
+      // 12 kW for an hour, a sample every 10 s: 12 kWh.
+      for (let t = T; t <= T + 3_600_000; t += 10_000) tel.run(t);
+      db.close();
+    }
+    const store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+    try {
+      const page = await store.listChargingRecords(['op_a'], { page: 1, size: 5 });
+      expect(page.total).toBe(50);
+      expect(page.items.map((r) => r.record_id)).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
+      const lastDay = await store.listChargingRecords(['op_a'], {
+        page: 1,
+        size: 100,
+        start_time: new Date(T - 10 * 3_600_000).toISOString(),
+      });
+      expect(lastDay.total).toBe(11);
+      const [bucket] = await store.energyBuckets(['dev_a'], T, T + 3_600_000, 3_600_000);
+      expect(bucket!.imported_kwh).toBeCloseTo(12, 9);
+      expect(bucket!.samples).toBe(360);
+      // The orphan charger's record becomes visible when it is given a site.
+      await store.assignDevice('dev_b', 'site_a');
+      expect((await store.listChargingRecords(['op_a'], { page: 1, size: 1 })).total).toBe(51);
+    } finally {
+      await store.close();
+    }
+  });
+});
