@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ConfigError, type RunningPlatform, startServing } from './serve.js';
+import { DEFAULT_RETENTION } from './storage/sqlite-retention.js';
 import { createSqliteStore, DATABASE_FILE } from './storage/sqlite-store.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
@@ -120,8 +121,31 @@ program
       .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
       .default('info'),
   )
+  .option(
+    '--retention-telemetry-days <days>',
+    'keep raw telemetry this long (0: forever)',
+    integer(0, 100_000),
+    DEFAULT_RETENTION.telemetryDays,
+  )
+  .option(
+    '--retention-history-days <days>',
+    'keep device events and finished commands and controls this long (0: forever)',
+    integer(0, 100_000),
+    DEFAULT_RETENTION.historyDays,
+  )
+  .option(
+    '--retention-rollup-days <days>',
+    'keep 15-minute energy rollups this long (0: forever)',
+    integer(0, 100_000),
+    DEFAULT_RETENTION.rollupDays,
+  )
   .action(async (o) => {
     const running = await startServing({
+      retention: {
+        telemetryDays: o.retentionTelemetryDays,
+        historyDays: o.retentionHistoryDays,
+        rollupDays: o.retentionRollupDays,
+      },
       dataDir: o.dataDir,
       host: o.host,
       port: o.port,

@@ -70,6 +70,55 @@ export function createMetrics(sources: {
     },
   });
 
+  // Upkeep (DESIGN.md §12): what retention deleted, when it last ran, and how far rollups trail ingest.
+  let prunedSeen: Record<string, number> = {};
+  new Counter({
+    name: 'charger_platform_retention_pruned_rows_total',
+    help: 'Rows deleted by retention, by kind',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect() {
+      const { pruned } = sources.store.maintenanceStats();
+      for (const [kind, n] of Object.entries(pruned)) {
+        const added = n - (prunedSeen[kind] ?? 0);
+        if (added > 0 || prunedSeen[kind] === undefined) this.inc({ kind }, Math.max(0, added));
+      }
+      prunedSeen = pruned;
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_retention_passes',
+    help: 'Retention passes completed since start',
+    registers: [registry],
+    collect() {
+      this.set(sources.store.maintenanceStats().retentionPasses);
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_retention_last_pass_seconds',
+    help: 'Duration of the last retention pass',
+    registers: [registry],
+    collect() {
+      this.set((sources.store.maintenanceStats().lastRetentionPassDurationMs ?? 0) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_retention_last_pass_timestamp_seconds',
+    help: 'When the last retention pass ended (0: none yet)',
+    registers: [registry],
+    collect() {
+      this.set((sources.store.maintenanceStats().lastRetentionPassMs ?? 0) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'charger_platform_energy_rollup_lag_rows',
+    help: 'Telemetry rows stored but not yet in the energy rollups',
+    registers: [registry],
+    collect() {
+      this.set(sources.store.maintenanceStats().rollupLagRows);
+    },
+  });
+
   const recorder: PlatformMetrics = {
     rateLimited(rateClass) {
       refusals.inc({ class: rateClass });

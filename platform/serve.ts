@@ -2,6 +2,7 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
 import { buildPlatform, type Platform } from './server.js';
+import type { RetentionPolicy } from './storage/sqlite-retention.js';
 import { createSqliteStore } from './storage/sqlite-store.js';
 import {
   asDataDirError,
@@ -23,6 +24,7 @@ export interface ServeOptions {
   registration?: 'open' | 'allowlist' | undefined;
   tokenTtl?: number | undefined;
   logLevel?: string | undefined;
+  retention?: RetentionPolicy | undefined;
 }
 
 export interface RunningPlatform {
@@ -52,6 +54,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
   const keys = loadOrCreatePlatformKeys(opts.dataDir);
   const store = createSqliteStore(opts.dataDir, keys, Date.now, {
     backgroundCheckpoints: true,
+    ...(opts.retention ? { retention: opts.retention } : {}),
     onCheckpointerFailure: (message) =>
       process.stderr.write(`warning: WAL checkpoints fall back to SQLite's own: ${message}\n`),
   });

@@ -25,11 +25,15 @@ export interface EnergyRollups {
   lagRows(): number;
   /** Settles when no pass is running (before the database closes). */
   idle(): Promise<void>;
+  /** The telemetry row id up to which rollups are kept. */
+  watermark(): number;
 }
 
 export const ROLLUP_WATERMARK_SETTING = 'energy_rollups_up_to_telemetry_id';
 /** Rows per write: a chunk holds the event loop for a few milliseconds. */
 const CHUNK_ROWS = 4000;
+/** How far inside the telemetry retention window a late row must be for its buckets to be recomputed. */
+const LATE_MARGIN_MS = 3_600_000;
 
 interface NewRow extends PowerSample {
   id: number;
@@ -39,6 +43,8 @@ interface NewRow extends PowerSample {
 export function createSqliteEnergyRollups(
   db: Database.Database,
   write: <T>(run: () => T) => Promise<T>,
+  /** Raw telemetry before this (ms) may have been pruned: late rows there are not recomputed from it. */
+  telemetryHorizonMs: () => number = () => Number.NEGATIVE_INFINITY,
 ): EnergyRollups {
   const stmt = {
     watermark: db.prepare('SELECT value FROM settings WHERE key = ?').pluck(),
@@ -120,7 +126,11 @@ export function createSqliteEnergyRollups(
       if (!last || group[0]!.ts_ms > last.ts_ms) {
         putBuckets(device_id, connector_id, appendedRollupDeltas(last, group));
       } else {
-        recompute(device_id, connector_id, touchedRollupRuns(group.map((r) => r.ts_ms)), upToId);
+        // A late row so old that its neighbours may be pruned would recompute buckets from what is left of
+        // them: it stays out of the rollups (its raw row ages out soon too).
+        const floor = telemetryHorizonMs() + LATE_MARGIN_MS;
+        const recent = group.filter((r) => r.ts_ms >= floor).map((r) => r.ts_ms);
+        recompute(device_id, connector_id, touchedRollupRuns(recent), upToId);
       }
       const newer = !last || latest.ts_ms > last.ts_ms ? latest : last;
       newest.set(key, { connector_id, ts_ms: newer.ts_ms, power: newer.power });
@@ -161,6 +171,9 @@ export function createSqliteEnergyRollups(
     },
     idle() {
       return current.catch(() => undefined);
+    },
+    watermark() {
+      return Number(stmt.watermark.get(ROLLUP_WATERMARK_SETTING) ?? 0);
     },
     lagRows() {
       return Math.max(0, known.maxId - known.watermark);

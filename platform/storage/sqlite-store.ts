@@ -21,6 +21,12 @@ import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { migrate } from './migrations.js';
 import { createSqliteChargingRecords } from './sqlite-charging-records.js';
 import { createSqliteEnergyRollups } from './sqlite-energy-rollups.js';
+import {
+  createSqliteRetention,
+  DEFAULT_RETENTION,
+  type RetentionPolicy,
+  type SqliteRetention,
+} from './sqlite-retention.js';
 import { asDataDirError } from './storage-faults.js';
 import type {
   ClientRow,
@@ -48,6 +54,8 @@ const LIVE_STATE_SETTING = 'connector_state_up_to_telemetry_id';
 const LIVE_STATE_EVERY_MS = 5_000;
 const LIVE_STATE_CHUNK = 250;
 const ROLLUP_EVERY_MS = 1_000;
+const RETENTION_EVERY_MS = 10 * 60_000;
+const RETENTION_FIRST_MS = 30_000;
 
 export function openDatabase(dataDir: string): Database.Database {
   let db: Database.Database | undefined;
@@ -181,6 +189,13 @@ export interface SqliteStoreOptions {
   onCheckpointerFailure?: (message: string) => void;
   /** Group commits at most this often under load, ms (`write-batcher.ts`); default `COMMIT_INTERVAL_MS`. */
   commitIntervalMs?: number;
+  /** How long each kind of data is kept (DESIGN.md §12); default `DEFAULT_RETENTION`. */
+  retention?: RetentionPolicy;
+  /**
+   * Keep rollups and retention going on timers: for the server (defaults to `backgroundCheckpoints`).
+   * Otherwise they run when asked (`runMaintenance`, and rollups before an energy read).
+   */
+  backgroundMaintenance?: boolean;
 }
 
 /**
@@ -527,14 +542,34 @@ export function createSqliteStore(
   liveStateTimer.unref();
 
   const records = createSqliteChargingRecords(db);
-  const rollups = createSqliteEnergyRollups(db, (run) => batcher.write(run));
-  // The server keeps rollups close behind ingest, so that an energy read has little left to do.
-  const rollupTimer = options.backgroundCheckpoints
+  // Retention reads the rollups' watermark and rollups read retention's horizon: each through a function.
+  let retention: SqliteRetention | undefined;
+  const rollups = createSqliteEnergyRollups(
+    db,
+    (run) => batcher.write(run),
+    () => retention?.telemetryHorizonMs() ?? Number.NEGATIVE_INFINITY,
+  );
+  retention = createSqliteRetention(
+    db,
+    (run) => batcher.write(run),
+    options.retention ?? DEFAULT_RETENTION,
+    now,
+    () => rollups.watermark(),
+  );
+  const maintenance = options.backgroundMaintenance ?? options.backgroundCheckpoints ?? false;
+  // The server keeps rollups close behind ingest, so that an energy read has little left to do, and prunes
+  // in the background.
+  const rollupTimer = maintenance
     ? setInterval(() => {
         rollups.catchUp().catch(() => undefined);
       }, ROLLUP_EVERY_MS)
     : undefined;
   rollupTimer?.unref();
+  const pruneRetention = () => retention!.prune().catch(() => undefined);
+  const retentionTimer = maintenance ? setInterval(pruneRetention, RETENTION_EVERY_MS) : undefined;
+  retentionTimer?.unref();
+  const firstPrune = maintenance ? setTimeout(pruneRetention, RETENTION_FIRST_MS) : undefined;
+  firstPrune?.unref();
   /** What the main table holds of a device's connectors, with their live state from `live` over it. */
   const withLiveState = (rows: RawConnector[], deviceIds: readonly string[]): ConnectorRow[] => {
     const out = rows.map(toConnector);
@@ -1090,10 +1125,27 @@ export function createSqliteStore(
     externalChangeVersion() {
       return (dataVersion.get() as number) * 1_000_000 + localChanges;
     },
+    async runMaintenance() {
+      await rollups.catchUp();
+      await retention!.prune();
+    },
+    maintenanceStats() {
+      const r = retention!.stats();
+      return {
+        pruned: r.pruned,
+        retentionPasses: r.passes,
+        lastRetentionPassMs: r.lastPassMs,
+        lastRetentionPassDurationMs: r.lastPassDurationMs,
+        rollupLagRows: rollups.lagRows(),
+      };
+    },
     async close() {
       clearInterval(liveStateTimer);
       clearInterval(rollupTimer);
+      clearInterval(retentionTimer);
+      clearTimeout(firstPrune);
       await rollups.idle();
+      await retention!.idle();
       await persistingLive?.catch(() => undefined);
       batcher.drain();
       // The live state still pending goes out with the last commit.

@@ -148,6 +148,15 @@ export interface StoredEventRow {
   data: Record<string, unknown> | null;
   received_ms: number;
 }
+export interface MaintenanceStats {
+  /** Rows deleted by retention since start, by kind. */
+  pruned: Record<string, number>;
+  retentionPasses: number;
+  lastRetentionPassMs: number | null;
+  lastRetentionPassDurationMs: number | null;
+  /** Telemetry rows stored but not rolled up yet. */
+  rollupLagRows: number;
+}
 /** A bucket of energy, as domain/energy.ts integrates it. */
 export type EnergyBucketRow = EnergyBucket;
 
@@ -305,6 +314,11 @@ export interface Store {
   ): Promise<void>;
   /** New secret, new generation: the old secret and its tokens stop working at once. */
   rotateSecret(deviceId: string): Promise<{ secret: string; generation: number } | undefined>;
+
+  // Background upkeep (DESIGN.md §12): rollups and retention. The server runs it on timers.
+  /** Rolls up everything stored and runs one retention pass. */
+  runMaintenance(): Promise<void>;
+  maintenanceStats(): MaintenanceStats;
 
   /** Bumped when another process (the admin CLI) changed the database. */
   externalChangeVersion(): number;

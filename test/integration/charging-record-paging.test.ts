@@ -5,7 +5,6 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
-import type { Store } from '../../platform/storage/store.js';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
 
 /**
@@ -14,7 +13,7 @@ import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js
  * exact total. Random histories with sessions of zero length to several days, edges on day boundaries, and
  * chargers moving between operators; on the real SQLite store.
  */
-const DAY = 86_400_000;
+const _DAY = 86_400_000;
 const T0 = Date.UTC(2026, 0, 10);
 const iso = (ms: number) => new Date(ms).toISOString();
 

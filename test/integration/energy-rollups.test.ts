@@ -34,7 +34,8 @@ async function newDevice(): Promise<string> {
 }
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cp-rollups-'));
-  store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+  // The platform's clock a day after the samples: well inside raw telemetry's retention window.
+  store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir), () => T0 + 86_400_000);
 });
 afterAll(async () => {
   await store.close();

@@ -108,6 +108,10 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/charger_platform_commands\{status="queued"\} 1\b/);
     expect(text).toMatch(/charger_platform_stream_subscribers 0\b/);
     expect(text).toContain('# TYPE charger_platform_rate_limit_refusals_total counter');
+    // Upkeep: retention by kind (nothing aged out yet), its passes, and how far rollups trail ingest.
+    expect(text).toMatch(/charger_platform_retention_pruned_rows_total\{kind="telemetry"\} 0\b/);
+    expect(text).toMatch(/charger_platform_retention_passes \d+\b/);
+    expect(text).toMatch(/charger_platform_energy_rollup_lag_rows \d+\b/);
     // Route patterns only: never an id in a label.
     expect(text).not.toContain(dev.deviceId);
   });
