@@ -57,6 +57,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     ...(opts.retention ? { retention: opts.retention } : {}),
     onCheckpointerFailure: (message) =>
       process.stderr.write(`warning: WAL checkpoints fall back to SQLite's own: ${message}\n`),
+    onReaderFailure: (message) =>
+      process.stderr.write(`warning: operator reads fall back to the main connection: ${message}\n`),
   });
   try {
     // Sandbox and production are separate deployments: one data directory never serves both.

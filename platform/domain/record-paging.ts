@@ -51,29 +51,39 @@ export function locatePage(windows: readonly StartWindow[], offset: number, size
 }
 
 /**
- * The start windows of a query over [startMs, endMs) (either open): whole days inside it, and its edges apart
- * (their counts are taken exactly, with the overlap rule, not from the daily counters).
+ * The edges of a query over [startMs, endMs) (either open) that are counted exactly, not from the daily
+ * counters: the part day at its end, and the day at its start (its zero-length sessions on `startMs` do not
+ * overlap the range), or the one window when both lie in the same day. Newest first.
+ */
+export function startEdges(startMs: number | undefined, endMs: number | undefined): Array<[number, number]> {
+  const low = startMs === undefined ? undefined : dayOf(startMs);
+  const high = endMs === undefined ? undefined : dayOf(endMs);
+  if (startMs !== undefined && endMs !== undefined && low === high) return [[startMs, endMs]];
+  const out: Array<[number, number]> = [];
+  if (endMs !== undefined && high! < endMs) out.push([high!, endMs]);
+  if (startMs !== undefined) out.push([startMs, Math.min(low! + DAY_MS, endMs ?? Number.POSITIVE_INFINITY)]);
+  return out;
+}
+
+/**
+ * The start windows of that query, newest first: its edges with their exact counts (`exact`, in the order of
+ * `startEdges`) and the whole days between them from the daily counters.
  */
 export function startWindows(
   startMs: number | undefined,
   endMs: number | undefined,
   dayCounts: ReadonlyMap<number, number>,
-  exact: (lowMs: number, highMs: number) => number,
+  exact: readonly number[],
 ): StartWindow[] {
-  const out: StartWindow[] = [];
+  const edges = startEdges(startMs, endMs).map(([lowMs, highMs], i) => ({ lowMs, highMs, n: exact[i] ?? 0 }));
+  if (startMs !== undefined && endMs !== undefined && dayOf(startMs) === dayOf(endMs)) return edges;
   const low = startMs === undefined ? undefined : dayOf(startMs);
   const high = endMs === undefined ? undefined : dayOf(endMs);
-  if (low !== undefined && high !== undefined && low === high) {
-    return [{ lowMs: startMs!, highMs: endMs!, n: exact(startMs!, endMs!) }];
-  }
-  if (endMs !== undefined && high! < endMs) out.push({ lowMs: high!, highMs: endMs, n: exact(high!, endMs) });
   const days = [...dayCounts.keys()]
     .filter((d) => (low === undefined || d > low) && (high === undefined || d < high))
-    .sort((a, b) => b - a);
-  for (const d of days) out.push({ lowMs: d, highMs: d + DAY_MS, n: dayCounts.get(d)! });
-  if (startMs !== undefined) {
-    const top = Math.min(low! + DAY_MS, endMs ?? Number.POSITIVE_INFINITY);
-    out.push({ lowMs: startMs, highMs: top, n: exact(startMs, top) });
-  }
-  return out;
+    .sort((a, b) => b - a)
+    .map((d) => ({ lowMs: d, highMs: d + DAY_MS, n: dayCounts.get(d)! }));
+  const top = endMs !== undefined && high! < endMs ? edges.slice(0, 1) : [];
+  const bottom = startMs !== undefined ? edges.slice(top.length) : [];
+  return [...top, ...days, ...bottom];
 }

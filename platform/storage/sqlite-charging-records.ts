@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
-import { DAY_MS, dayOf, locatePage, startWindows } from '../domain/record-paging.js';
+import { DAY_MS, dayOf, locatePage, startEdges, startWindows } from '../domain/record-paging.js';
+import type { SqlReader } from './sqlite-reader.js';
 import type { Page } from './store.js';
 
 /**
@@ -18,7 +19,8 @@ import type { Page } from './store.js';
  * Filtered to one charger, its own index range is small enough to count and page directly.
  */
 export interface SqliteChargingRecords {
-  list(operatorIds: readonly string[], q: ChargingRecordsQuery): Page<ChargingRecord>;
+  /** Reads through `reader` (a worker thread's connection in the server). */
+  list(operatorIds: readonly string[], q: ChargingRecordsQuery): Promise<Page<ChargingRecord>>;
   /** Inside the caller's transaction: returns how many were new. */
   insert(records: readonly ChargingRecord[], receivedMs: number): number;
   /** Inside the caller's transaction, when a device moves to another site: its records and counts move too. */
@@ -44,7 +46,7 @@ interface RawRecord {
   soc_end: number | null;
 }
 
-export function createSqliteChargingRecords(db: Database.Database): SqliteChargingRecords {
+export function createSqliteChargingRecords(db: Database.Database, reader: SqlReader): SqliteChargingRecords {
   const stmt = {
     operatorOf: db
       .prepare(
@@ -73,16 +75,6 @@ export function createSqliteChargingRecords(db: Database.Database): SqliteChargi
       'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
   };
-  // Statements whose SQL depends on the filters and how many operators are bound, prepared once per text.
-  const cache = new Map<string, Database.Statement>();
-  const prepared = (sql: string) => {
-    let s = cache.get(sql);
-    if (!s) {
-      s = db.prepare(sql);
-      cache.set(sql, s);
-    }
-    return s;
-  };
   let maxDurationMs = Number(stmt.maxDuration.get(MAX_DURATION_SETTING) ?? 0);
 
   /** `operator_id IN (…)` and an optional connector, with their arguments. */
@@ -92,10 +84,11 @@ export function createSqliteChargingRecords(db: Database.Database): SqliteChargi
   });
   type Scope = ReturnType<typeof scope>;
 
-  const dayCounts = (s: Scope, side: 0 | 1): Map<number, number> => {
-    const rows = prepared(
+  const dayCounts = async (s: Scope, side: 0 | 1): Promise<Map<number, number>> => {
+    const rows = await reader.all<{ day_ms: number; n: number }>(
       `SELECT day_ms, SUM(n) AS n FROM charging_record_days WHERE ${s.sql} AND side = ${side} GROUP BY day_ms`,
-    ).all(...s.args) as Array<{ day_ms: number; n: number }>;
+      s.args,
+    );
     return new Map(rows.map((r) => [r.day_ms, r.n]));
   };
   const sumDaysBefore = (days: ReadonlyMap<number, number>, dayMs: number) => {
@@ -103,43 +96,45 @@ export function createSqliteChargingRecords(db: Database.Database): SqliteChargi
     for (const [d, c] of days) if (d < dayMs) n += c;
     return n;
   };
-  const countWhere = (s: Scope, where: string, args: readonly number[]) =>
+  const countWhere = async (s: Scope, where: string, args: readonly number[]) =>
     (
-      prepared(`SELECT COUNT(*) AS n FROM charging_records WHERE ${s.sql} AND ${where}`).get(
-        ...s.args,
-        ...args,
-      ) as {
-        n: number;
-      }
+      (await reader.get<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM charging_records WHERE ${s.sql} AND ${where}`,
+        [...s.args, ...args],
+      )) ?? { n: 0 }
     ).n;
 
-  const listForOperators = (
+  const listForOperators = async (
     operatorIds: readonly string[],
     q: ChargingRecordsQuery,
-  ): Page<ChargingRecord> => {
+  ): Promise<Page<ChargingRecord>> => {
     const s = scope(operatorIds, q.connector_id);
     const start = q.start_time === undefined ? undefined : Date.parse(q.start_time);
     const end = q.end_time === undefined ? undefined : Date.parse(q.end_time);
-    const starts = dayCounts(s, 0);
+    const starts = await dayCounts(s, 0);
     // total = #(start < end) − #(end ≤ start_time)
     let total = 0;
     if (end === undefined) for (const n of starts.values()) total += n;
     else
       total =
         sumDaysBefore(starts, dayOf(end)) +
-        countWhere(s, 'start_ms >= ? AND start_ms < ?', [dayOf(end), end]);
+        (await countWhere(s, 'start_ms >= ? AND start_ms < ?', [dayOf(end), end]));
     if (start !== undefined) {
-      const endsBy = dayCounts(s, 1);
+      const endsBy = await dayCounts(s, 1);
       const upTo = start + 1;
       total -=
-        sumDaysBefore(endsBy, dayOf(upTo)) + countWhere(s, 'end_ms >= ? AND end_ms < ?', [dayOf(upTo), upTo]);
+        sumDaysBefore(endsBy, dayOf(upTo)) +
+        (await countWhere(s, 'end_ms >= ? AND end_ms < ?', [dayOf(upTo), upTo]));
     }
-    const windows = startWindows(start, end, starts, (low, high) =>
-      start === undefined
-        ? countWhere(s, 'start_ms >= ? AND start_ms < ?', [low, high])
-        : countWhere(s, 'start_ms >= ? AND start_ms < ? AND end_ms > ?', [low, high, start]),
-    );
-    const at = locatePage(windows, (q.page - 1) * q.size, q.size);
+    const exact: number[] = [];
+    for (const [low, high] of startEdges(start, end)) {
+      exact.push(
+        start === undefined
+          ? await countWhere(s, 'start_ms >= ? AND start_ms < ?', [low, high])
+          : await countWhere(s, 'start_ms >= ? AND start_ms < ? AND end_ms > ?', [low, high, start]),
+      );
+    }
+    const at = locatePage(startWindows(start, end, starts, exact), (q.page - 1) * q.size, q.size);
     const where: string[] = [s.sql];
     const args: Array<string | number> = [...s.args];
     if (at.beforeMs !== null) {
@@ -159,18 +154,19 @@ export function createSqliteChargingRecords(db: Database.Database): SqliteChargi
       where.push('start_ms >= ?');
       args.push(at.fromMs);
     }
-    const rows = prepared(
+    const rows = await reader.all<RawRecord>(
       `SELECT * FROM charging_records WHERE ${where.join(' AND ')}
        ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`,
-    ).all(...args, q.size, at.skip) as RawRecord[];
+      [...args, q.size, at.skip],
+    );
     return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
   };
 
-  const listForDevice = (
+  const listForDevice = async (
     operatorIds: readonly string[],
     deviceId: string,
     q: ChargingRecordsQuery,
-  ): Page<ChargingRecord> => {
+  ): Promise<Page<ChargingRecord>> => {
     const s = scope(operatorIds, q.connector_id);
     const where = ['device_id = ?', s.sql];
     const args: Array<string | number> = [deviceId, ...s.args];
@@ -184,12 +180,11 @@ export function createSqliteChargingRecords(db: Database.Database): SqliteChargi
       args.push(Date.parse(q.end_time));
     }
     const from = `FROM charging_records WHERE ${where.join(' AND ')}`;
-    const total = (prepared(`SELECT COUNT(*) AS n ${from}`).get(...args) as { n: number }).n;
-    const rows = prepared(`SELECT * ${from} ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`).all(
-      ...args,
-      q.size,
-      (q.page - 1) * q.size,
-    ) as RawRecord[];
+    const total = (await reader.get<{ n: number }>(`SELECT COUNT(*) AS n ${from}`, args))?.n ?? 0;
+    const rows = await reader.all<RawRecord>(
+      `SELECT * ${from} ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`,
+      [...args, q.size, (q.page - 1) * q.size],
+    );
     return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
   };
 
@@ -205,7 +200,7 @@ export function createSqliteChargingRecords(db: Database.Database): SqliteChargi
   };
 
   return {
-    list(operatorIds, q) {
+    async list(operatorIds, q) {
       if (operatorIds.length === 0) return { total: 0, page: q.page, size: q.size, items: [] };
       return q.device_id === undefined
         ? listForOperators(operatorIds, q)

@@ -21,6 +21,7 @@ import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { migrate } from './migrations.js';
 import { createSqliteChargingRecords } from './sqlite-charging-records.js';
 import { createSqliteEnergyRollups } from './sqlite-energy-rollups.js';
+import { createInlineReader, createWorkerReader } from './sqlite-reader.js';
 import {
   createSqliteRetention,
   DEFAULT_RETENTION,
@@ -187,6 +188,8 @@ export interface SqliteStoreOptions {
   backgroundCheckpoints?: boolean;
   /** Told if the checkpoint worker fails (checkpoints then happen in commits again). */
   onCheckpointerFailure?: (message: string) => void;
+  /** Told if the read worker fails (operator reads then run on the main connection again). */
+  onReaderFailure?: (message: string) => void;
   /** Group commits at most this often under load, ms (`write-batcher.ts`); default `COMMIT_INTERVAL_MS`. */
   commitIntervalMs?: number;
   /** How long each kind of data is kept (DESIGN.md §12); default `DEFAULT_RETENTION`. */
@@ -541,7 +544,11 @@ export function createSqliteStore(
   }, LIVE_STATE_EVERY_MS);
   liveStateTimer.unref();
 
-  const records = createSqliteChargingRecords(db);
+  // Heavy operator reads run on a read-only connection in a worker thread in the server (sqlite-reader.ts).
+  const reader = options.backgroundCheckpoints
+    ? createWorkerReader(db, join(dataDir, DATABASE_FILE), options.onReaderFailure)
+    : createInlineReader(db);
+  const records = createSqliteChargingRecords(db, reader);
   // Retention reads the rollups' watermark and rollups read retention's horizon: each through a function.
   let retention: SqliteRetention | undefined;
   const rollups = createSqliteEnergyRollups(
@@ -1056,12 +1063,13 @@ export function createSqliteStore(
       for (let i = 0; i < deviceIds.length; i += 500) {
         const ids = deviceIds.slice(i, i + 500);
         rows.push(
-          ...(prepared(
+          ...(await reader.all<EnergyBucketRow>(
             `SELECT bucket_ms AS start_ms, SUM(imported_kwh) AS imported_kwh, SUM(exported_kwh) AS exported_kwh,
                SUM(power_sum) AS power_sum, MAX(max_power) AS max_power, SUM(samples) AS samples
              FROM energy_rollups WHERE device_id IN (${placeholders(ids.length)}) AND bucket_ms >= ? AND bucket_ms < ?
              GROUP BY bucket_ms`,
-          ).all(...ids, startMs, endMs) as EnergyBucketRow[]),
+            [...ids, startMs, endMs],
+          )),
         );
       }
       return bucketsInOrder(sumRollups(rows, { startMs, endMs, intervalMs }));
@@ -1156,6 +1164,7 @@ export function createSqliteStore(
           stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
         })();
       }
+      await reader.close();
       await checkpointer?.close();
       db.close();
     },

@@ -3,6 +3,7 @@ import {
   DAY_MS,
   locatePage,
   type StartWindow,
+  startEdges,
   startWindows,
 } from '../../../platform/domain/record-paging.js';
 
@@ -103,7 +104,8 @@ describe('startWindows: whole days inside the range, its edges counted exactly',
       ],
     },
   ])('$name', ({ start, end, want }) => {
-    const got = startWindows(start, end, days, exact).map((x) => [
+    const counts = startEdges(start, end).map(([low, high]) => exact(low, high));
+    const got = startWindows(start, end, days, counts).map((x) => [
       (x.lowMs - D) / DAY_MS,
       (x.highMs - D) / DAY_MS,
       x.n,
