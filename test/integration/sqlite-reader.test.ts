@@ -38,9 +38,11 @@ describe('read worker', () => {
       expect(heavy!.s).toBe((3_000_000 * 3_000_001) / 2);
       expect(turns).toBeGreaterThan(5);
       // Read-only: a write is refused, by SQLite, with its code.
-      await expect(reader.all('INSERT INTO t (k, v) VALUES (3, ?) RETURNING k', ['x'])).rejects.toMatchObject({
-        code: 'SQLITE_READONLY',
-      });
+      await expect(reader.all('INSERT INTO t (k, v) VALUES (3, ?) RETURNING k', ['x'])).rejects.toMatchObject(
+        {
+          code: 'SQLITE_READONLY',
+        },
+      );
       await expect(reader.all('SELECT nope FROM t', [])).rejects.toThrow(/no such column/);
     } finally {
       await reader.close();
