@@ -6,6 +6,7 @@ import type { PlatformEvents } from './platform-events.js';
 import type { PlatformKeys } from './platform-keys.js';
 import type { PrincipalDirectory } from './principal-directory.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
+import type { CommandService } from './services/command-service.js';
 import type { Store } from './storage/store.js';
 
 export interface PlatformOptions {
@@ -26,6 +27,8 @@ export interface PlatformContext {
   rateLimiter: RateLimiter;
   replayCache: ReplayCache;
   notifier: CommandNotifier;
+  /** Every command change; the one place that wakes long polls and publishes command events. */
+  commands: CommandService;
   metrics?: PlatformMetrics | undefined;
   events: PlatformEvents;
   liveness: Liveness;

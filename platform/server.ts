@@ -27,6 +27,7 @@ import { type AnyRoute, registerRoutes } from './route-spec.js';
 import { deviceRoutes } from './routes/device-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { operatorRoutes } from './routes/operator-routes.js';
+import { createCommandService } from './services/command-service.js';
 import { storageFaultOf } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 import { createTelemetryStream } from './stream/telemetry-stream.js';
@@ -126,6 +127,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   const liveness = createLiveness(opts.store, now, (deviceId, status, atMs) =>
     context.events.deviceStatus(deviceId, status, atMs),
   );
+  const notifier = createCommandNotifier();
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -139,7 +141,8 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     directory,
     rateLimiter,
     replayCache: createReplayCache(),
-    notifier: createCommandNotifier(),
+    notifier,
+    commands: createCommandService({ store: opts.store, notifier, events: () => context.events }),
     liveness,
     events: noEvents,
     now,
@@ -232,9 +235,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   );
 
   const sweep = async () => {
-    const t = now();
-    for (const c of await opts.store.expireCommands(t)) context.events.commandStatus(c, t);
-    await opts.store.completeControls(t);
+    await context.commands.sweep(now());
   };
   const sweeper = setInterval(() => {
     sweep().catch((err: unknown) => {

@@ -35,9 +35,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
   const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
-  /** Pending commands for the charger; those it gets for the first time are streamed as `delivered`. */
-  const takePending = (id: string, t: number) =>
-    ctx.store.takePendingCommands(id, t, (c) => ctx.events.commandStatus(c, c.updated_ms));
+  const takePending = (id: string, t: number) => ctx.commands.takePending(id, t);
 
   return [
     route({
@@ -160,10 +158,9 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404, 409],
       handler: async ({ params, body, request }) => {
         const t = ctx.now();
-        const result = await ctx.store.reportCommandStatus(deviceId(request), params.command_id, body, t);
+        const result = await ctx.commands.reportStatus(deviceId(request), params.command_id, body, t);
         if (result.outcome === 'not_found') throw errors.notFound('Command');
         if (result.outcome === 'conflict') throw errors.conflict(`Command is already ${result.status}`);
-        if (result.changed) ctx.events.commandStatus(result.command, t);
         return { command_id: params.command_id, status: result.command.status, changed: result.changed };
       },
     }),

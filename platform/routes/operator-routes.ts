@@ -113,12 +113,10 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
     cmd: Omit<NewCommand, 'client_id' | 'expiry_ms' | 'command'>,
   ) {
     const t = ctx.now();
-    const [row] = await ctx.store.enqueueCommands(
+    const [row] = await ctx.commands.queue(
       [{ ...cmd, command: kind, expiry_ms: expiry(kind, t), client_id: principal(request).clientId }],
       t,
     );
-    ctx.notifier.notify(cmd.device_id);
-    ctx.events.commandStatus(row!, row!.created_ms);
     return { command_id: row!.command_id, status: 'queued' as const };
   }
   const onlineSince = () => ctx.now() - ONLINE_WINDOW_SECONDS * 1000;
@@ -328,11 +326,10 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
           throw errors.notFound('Command');
         });
         const t = ctx.now();
-        const outcome = await ctx.store.cancelCommand(params.command_id, t);
+        const outcome = await ctx.commands.cancel(params.command_id, t);
         if (outcome === 'not_found') throw errors.notFound('Command');
         if (outcome === 'conflict')
           throw errors.conflict('Command is no longer queued and cannot be cancelled');
-        ctx.events.commandStatus(outcome, t);
         return { command_id: outcome.command_id, status: 'cancelled' as const };
       },
     }),
@@ -414,7 +411,7 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
           throw errors.conflict('Connector is not V2G-capable; discharge slots are not allowed');
         }
         const t = ctx.now();
-        const cmd = await ctx.store.saveSchedule(
+        const cmd = await ctx.commands.saveSchedule(
           { device_id: c.device_id, connector_id: c.connector_id, schedule, updated_ms: t },
           {
             device_id: c.device_id,
@@ -424,8 +421,6 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
             client_id: principal(request).clientId,
           },
         );
-        ctx.notifier.notify(c.device_id);
-        ctx.events.commandStatus(cmd, t);
         return {
           device_id: c.device_id,
           connector_id: c.connector_id,
@@ -464,7 +459,7 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ params, request }) => {
         const c = await visibleConnector(request, params);
         const t = ctx.now();
-        const cmd = await ctx.store.deleteSchedule(
+        const cmd = await ctx.commands.deleteSchedule(
           c.device_id,
           c.connector_id,
           params.schedule_id,
@@ -478,8 +473,6 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
           t,
         );
         if (!cmd) throw errors.notFound('Schedule');
-        ctx.notifier.notify(c.device_id);
-        ctx.events.commandStatus(cmd, cmd.created_ms);
         return { schedule_id: params.schedule_id, command_id: cmd.command_id, status: 'queued' as const };
       },
     }),
@@ -509,7 +502,7 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
         const start = ctx.now();
         const control_id = newId('ctl');
         const { params, endMs: end } = controlCommandParams(body.params, control_id, start);
-        const commands = await ctx.store.createControl(
+        await ctx.commands.createControl(
           {
             control_id,
             client_id: clientId,
@@ -531,10 +524,6 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
             client_id: clientId,
           })),
         );
-        for (const c of commands) {
-          ctx.notifier.notify(c.device_id);
-          ctx.events.commandStatus(c, start);
-        }
         return { control_id, status: 'executing' as const, device_count: deviceIds.length };
       },
     }),
@@ -597,9 +586,7 @@ export function operatorRoutes(ctx: PlatformContext): AnyRoute[] {
           expiry_ms: plan.reversalExpiryMs,
           client_id: principal(request).clientId,
         }));
-        const cancelled = await ctx.store.cancelControl(params.control_id, reversals, t);
-        for (const c of cancelled) ctx.events.commandStatus(c, t);
-        for (const r of reversals) ctx.notifier.notify(r.device_id);
+        await ctx.commands.cancelControl(params.control_id, reversals, t);
         return { control_id: params.control_id, status: 'cancelled' as const };
       },
     }),

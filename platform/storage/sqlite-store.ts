@@ -967,14 +967,19 @@ export function createSqliteStore(
     async cancelControl(controlId, reversals, nowMs) {
       return db
         .transaction(() => {
-          if (stmt.setControlStatus.run('cancelled', controlId, 'executing').changes !== 1) return [];
-          const queued = stmt.queuedOfControl.all(controlId) as RawCommand[];
-          for (const r of queued) {
+          if (stmt.setControlStatus.run('cancelled', controlId, 'executing').changes !== 1) {
+            return { cancelled: [], queued: [] };
+          }
+          const pending = stmt.queuedOfControl.all(controlId) as RawCommand[];
+          for (const r of pending) {
             stmt.setCommandStatus.run('cancelled', REASON.controlCancelled, nowMs, r.command_id);
             stmt.insertHistory.run(r.command_id, 'cancelled', nowMs, REASON.controlCancelled);
           }
-          insertCommandsNow(reversals, nowMs);
-          return queued.map((r) => toCommand({ ...r, status: 'cancelled', updated_ms: nowMs }));
+          const queued = insertCommandsNow(reversals, nowMs);
+          const cancelled = pending.map((r) =>
+            toCommand({ ...r, status: 'cancelled', reason: REASON.controlCancelled, updated_ms: nowMs }),
+          );
+          return { cancelled, queued };
         })
         .immediate();
     },

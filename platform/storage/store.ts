@@ -249,8 +249,12 @@ export interface Store {
   expireCommands(nowMs: number): Promise<CommandRow[]>;
   countCommandsByStatus(): Promise<Record<string, number>>;
   getControl(controlId: string): Promise<ControlWithCommands | undefined>;
-  /** Marks the control cancelled, cancels its still-queued commands, queues `reversals`; returns the cancelled. */
-  cancelControl(controlId: string, reversals: readonly NewCommand[], nowMs: number): Promise<CommandRow[]>;
+  /** Marks the control cancelled, cancels its still-queued commands and queues `reversals`, atomically. */
+  cancelControl(
+    controlId: string,
+    reversals: readonly NewCommand[],
+    nowMs: number,
+  ): Promise<{ cancelled: CommandRow[]; queued: CommandRow[] }>;
   /** Controls whose window has ended become `completed`. */
   completeControls(nowMs: number): Promise<number>;
 

@@ -403,6 +403,57 @@ describe('subscriptions and messages', () => {
     expect(conn.received.filter((r) => r.data.type === 'command_status')).toHaveLength(4);
     await conn.close();
   });
+  it('pushes a control’s reversal as queued when the control is cancelled, and wakes the charger’s long poll', async () => {
+    const conn = await connect({ token: tenant.token });
+    expect((await subscribe(conn, { device_ids: [dev2.deviceId] })).type).toBe('subscribed');
+    await heartbeat(dev2);
+    const flex = await tp.http.post('/v1/operator/control/flexibility', {
+      token: tenant.token,
+      json: {
+        target_type: 'site',
+        target_ids: [tenant.siteId],
+        command: 'set_power_limit',
+        params: { power_limit_percent: 50, duration: 3600 },
+      },
+    });
+    expect(flex.status).toBe(200);
+    const controlId = flex.body.data.control_id as string;
+    const next = () => conn.take((m) => m.type === 'command_status');
+    const limit = await next();
+    expect(limit).toMatchObject({ device_id: dev2.deviceId, command: 'set_power_limit', status: 'queued' });
+    // The charger has the limit: cancelling the control must lift it with a reversal command.
+    const hb = await heartbeat(dev2);
+    expect(hb.commands.map((c: { command_id: string }) => c.command_id)).toContain(limit.command_id);
+    expect(await next()).toMatchObject({ command_id: limit.command_id, status: 'delivered' });
+    const applied = await tp.http.post(`/v1/device/commands/${limit.command_id}/status`, {
+      token: dev2.token,
+      json: { status: 'succeeded' },
+    });
+    expect(applied.status).toBe(200);
+    expect(await next()).toMatchObject({ command_id: limit.command_id, status: 'succeeded' });
+
+    spendRealtime(dev2.deviceId);
+    const parked = tp.http.get('/v1/device/commands?wait=20', { token: dev2.token });
+    await sleep(200);
+    const started = performance.now();
+    const del = await tp.http.delete(`/v1/operator/control/${controlId}`, { token: tenant.token });
+    expect(del.status).toBe(200);
+    const reversal = await next();
+    expect(reversal).toMatchObject({
+      device_id: dev2.deviceId,
+      command: 'set_power_limit',
+      status: 'queued',
+    });
+    expect(reversal.command_id).not.toBe(limit.command_id);
+    const woken = await parked;
+    expect(woken.status).toBe(200);
+    expect(woken.body.data.commands.map((c: { command_id: string }) => c.command_id)).toEqual([
+      reversal.command_id,
+    ]);
+    // Woken by the cancellation, not by the poll's own 20-second timeout.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    await conn.close();
+  });
 });
 
 describe('tenancy', () => {

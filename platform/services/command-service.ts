@@ -1,0 +1,99 @@
+import type { CommandNotifier } from '../command-notifier.js';
+import type { PlatformEvents } from '../platform-events.js';
+import type {
+  CommandRow,
+  ControlRow,
+  NewCommand,
+  ScheduleRow,
+  StatusReportOutcome,
+  Store,
+} from '../storage/store.js';
+
+/**
+ * Commands (DESIGN.md §5, §12): every change of a command goes through here, and this is the one place that
+ * wakes chargers' long polls and publishes `command_status` events, after storage has committed the change.
+ * Routes and sweeps call it; they never notify or publish themselves, so no path can forget to.
+ */
+export interface CommandServiceDeps {
+  store: Store;
+  notifier: CommandNotifier;
+  /** Read at each call: the stream replaces the events sink once it is built. */
+  events: () => PlatformEvents;
+}
+
+export function createCommandService(deps: CommandServiceDeps) {
+  const { store, notifier } = deps;
+  /** New commands: their chargers are woken, and each is streamed as `queued`. */
+  const queued = (rows: readonly CommandRow[]) => {
+    const events = deps.events();
+    for (const c of rows) {
+      notifier.notify(c.device_id);
+      events.commandStatus(c, c.created_ms);
+    }
+  };
+  const changed = (rows: readonly CommandRow[], atMs: number) => {
+    const events = deps.events();
+    for (const c of rows) events.commandStatus(c, atMs);
+  };
+
+  return {
+    async queue(commands: readonly NewCommand[], nowMs: number): Promise<CommandRow[]> {
+      const rows = await store.enqueueCommands(commands, nowMs);
+      queued(rows);
+      return rows;
+    },
+    async saveSchedule(row: ScheduleRow, command: NewCommand): Promise<CommandRow> {
+      const cmd = await store.saveSchedule(row, command);
+      queued([cmd]);
+      return cmd;
+    },
+    async deleteSchedule(
+      deviceId: string,
+      connectorId: number,
+      scheduleId: string,
+      command: NewCommand,
+      nowMs: number,
+    ): Promise<CommandRow | undefined> {
+      const cmd = await store.deleteSchedule(deviceId, connectorId, scheduleId, command, nowMs);
+      if (cmd) queued([cmd]);
+      return cmd;
+    },
+    async createControl(control: ControlRow, commands: readonly NewCommand[]): Promise<CommandRow[]> {
+      const rows = await store.createControl(control, commands);
+      queued(rows);
+      return rows;
+    },
+    async cancel(commandId: string, nowMs: number): Promise<CommandRow | 'not_found' | 'conflict'> {
+      const outcome = await store.cancelCommand(commandId, nowMs);
+      if (typeof outcome !== 'string') changed([outcome], nowMs);
+      return outcome;
+    },
+    /** Cancels a control's queued commands and queues `reversals` for the chargers that already had it. */
+    async cancelControl(controlId: string, reversals: readonly NewCommand[], nowMs: number): Promise<void> {
+      const { cancelled, queued: reversed } = await store.cancelControl(controlId, reversals, nowMs);
+      changed(cancelled, nowMs);
+      queued(reversed);
+    },
+    async reportStatus(
+      deviceId: string,
+      commandId: string,
+      report: { status: 'accepted' | 'rejected' | 'succeeded' | 'failed'; reason?: string | undefined },
+      nowMs: number,
+    ): Promise<StatusReportOutcome> {
+      const result = await store.reportCommandStatus(deviceId, commandId, report, nowMs);
+      if (result.outcome === 'ok' && result.changed) changed([result.command], nowMs);
+      return result;
+    },
+    /** A charger's pending commands; those it gets for the first time are streamed as `delivered`. */
+    takePending(deviceId: string, nowMs: number) {
+      const events = deps.events();
+      return store.takePendingCommands(deviceId, nowMs, (c) => events.commandStatus(c, c.updated_ms));
+    },
+    /** The sweep: commands past their expiry, and controls whose window has ended. */
+    async sweep(nowMs: number): Promise<void> {
+      changed(await store.expireCommands(nowMs), nowMs);
+      await store.completeControls(nowMs);
+    },
+  };
+}
+export type CommandService = ReturnType<typeof createCommandService>;

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+import '../supported-node.js';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { benchArgsOrExit } from './bench-args.js';
+import { call, startBenchPlatform } from './bench-platform.js';
+import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
+import { sampleProcess } from './process-sampler.js';
+
+/**
+ * Backlog upload: `POST /v1/device/telemetry/batch` with 500 records a request (an agent's outbox after an
+ * outage), at full speed from many chargers (none over its own reporting limit), in rows stored per second.
+ * Beside it, in alternating rounds, a bare node:https server that reads and parses the same bodies: the ceiling
+ * of HTTPS and JSON alone on this machine. Every acknowledged row is checked to be stored.
+ * Usage: npm run bench:batch-ingest [-- --devices 1000 --connections 16 --seconds 15 --rounds 5]
+ */
+export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECONDS = 15, ROUNDS = 5) {
+  const ROWS = 500;
+  const platform = await startBenchPlatform();
+  let bare: ReturnType<typeof spawn> | undefined;
+  try {
+    const devices: Array<{ auth: Record<string, string>; n: number }> = [];
+    for (let i = 0; i < DEVICES; i++) {
+      const reg = await call(platform, 'POST', '/v1/device/register', {
+        json: { sn: `BATCH-${i}`, model: 'Bench', manufacturer: 'Bench', firmware_version: '1' },
+      });
+      const tok = await call(platform, 'POST', '/v1/device/token', {
+        json: {
+          device_id: reg.body.data.device_id,
+          device_secret: reg.body.data.device_secret,
+          grant_type: 'client_credentials',
+        },
+      });
+      devices.push({
+        auth: { authorization: `Bearer ${tok.body.data.access_token}`, 'content-type': 'application/json' },
+        n: 0,
+      });
+    }
+    // Five days back: a backlog, every record new (the platform ignores exact repeats).
+    const base = Date.now() - 5 * 86_400_000;
+    const TAIL =
+      '","connector_id":1,"state":"charging","voltage":231.2,"current":31.9,"power":22.1,' +
+      '"energy_delivered":12.345,"soc":57,"temperature":31.5}';
+    const body = (d: { n: number }) => {
+      const parts: string[] = new Array(ROWS);
+      for (let k = 0; k < ROWS; k++)
+        parts[k] = `{"timestamp":"${new Date(base + d.n++ * 5000).toISOString()}${TAIL}`;
+      return `{"records":[${parts.join(',')}]}`;
+    };
+    let sent = 0;
+    const platformRequest = (request: Request): Request => {
+      const d = devices[sent++ % DEVICES]!;
+      request.path = '/v1/device/telemetry/batch';
+      request.headers = d.auth;
+      request.body = body(d);
+      return request;
+    };
+    const bareRequest: Request = {
+      path: '/v1/device/telemetry/batch',
+      headers: devices[0]!.auth,
+      body: body({ n: 0 }),
+    };
+    const tlsDir = join(platform.dataDir, 'tls');
+    bare = spawn(
+      process.execPath,
+      [
+        fileURLToPath(new URL('./bare-server.js', import.meta.url)),
+        join(tlsDir, 'cert.pem'),
+        join(tlsDir, 'key.pem'),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const barePort = await new Promise<number>((resolve) =>
+      bare!.stdout!.once('data', (b: Buffer) => resolve(Number(String(b).trim()))),
+    );
+    const targets = {
+      platform: { origin: platform.url.replace('localhost', '127.0.0.1'), pid: platform.pid },
+      bare: { origin: `https://127.0.0.1:${barePort}`, pid: bare.pid! },
+    };
+    const cpu = { platform: 0, bare: 0 };
+    const round = async (which: keyof typeof targets, ms: number) => {
+      const before = sampleProcess(targets[which].pid);
+      const result = await runLoad({
+        origin: targets[which].origin,
+        connections: CONNECTIONS,
+        durationMs: ms,
+        requests: which === 'platform' ? platformRequest : bareRequest,
+      });
+      cpu[which] += sampleProcess(targets[which].pid).cpuSeconds - before.cpuSeconds;
+      return result;
+    };
+    const warm = await round('platform', 2000);
+    await round('bare', 2000);
+    cpu.platform = 0;
+    cpu.bare = 0;
+    const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? (['platform', 'bare'] as const) : (['bare', 'platform'] as const);
+      for (const which of order) rounds[which].push(await round(which, (SECONDS * 1000) / ROUNDS));
+    }
+    const onPlatform = summarizeLoad(rounds.platform);
+    const onBare = summarizeLoad(rounds.bare);
+    const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
+    const stored = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
+    db.close();
+    const acknowledged =
+      [warm, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0) * ROWS;
+    const seconds = (which: keyof typeof rounds) => rounds[which].reduce((s, r) => s + r.seconds, 0);
+    return {
+      machine: `${process.platform} ${process.arch}, node ${process.version}`,
+      devices: DEVICES,
+      connections: CONNECTIONS,
+      rows_per_request: ROWS,
+      platform: { ...onPlatform, rows_per_s: onPlatform.rps * ROWS },
+      bare_https: { ...onBare, rows_per_s: onBare.rps * ROWS },
+      ratio: Math.round((onPlatform.rps / onBare.rps) * 1000) / 1000,
+      cpu_cores: {
+        platform_server: Math.round((cpu.platform / seconds('platform')) * 100) / 100,
+        bare_server: Math.round((cpu.bare / seconds('bare')) * 100) / 100,
+      },
+      sent_rows: sent * ROWS,
+      acknowledged_rows: acknowledged,
+      stored_rows: stored,
+      all_stored: acknowledged <= stored && stored <= sent * ROWS,
+    };
+  } finally {
+    bare?.kill('SIGTERM');
+    await platform.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = benchArgsOrExit({
+    usage: `Usage: npm run bench:batch-ingest [-- --devices 1000 --connections 16 --seconds 15 --rounds 5]
+  500-record telemetry batches at full speed, in rows per second, beside a bare node:https server`,
+    options: {
+      devices: {
+        default: 1000,
+        integer: true,
+        help: 'chargers uploading (none over its own reporting limit)',
+      },
+      connections: { default: 16, integer: true, help: 'keep-alive connections of the load generator' },
+      seconds: { default: 15, help: 'seconds of load for each side, split over the rounds' },
+      rounds: { default: 5, integer: true, help: 'alternating rounds' },
+    },
+  });
+  const { devices, connections, seconds, rounds } = values;
+  process.stdout.write(
+    `${JSON.stringify(await measureBatchIngest(devices, connections, seconds, rounds), null, 2)}\n`,
+  );
+}
