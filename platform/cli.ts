@@ -6,8 +6,8 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ConfigError, type RunningPlatform, startServing } from './serve.js';
-import { DEFAULT_RETENTION } from './storage/sqlite-retention.js';
-import { createSqliteStore, DATABASE_FILE } from './storage/sqlite-store.js';
+import { DEFAULT_RETENTION } from './storage/retention-policy.js';
+import { createSqliteStore, DATABASE_FILE } from './storage/sqlite/store.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 

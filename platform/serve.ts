@@ -2,8 +2,8 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
 import { buildPlatform, type Platform } from './server.js';
-import type { RetentionPolicy } from './storage/sqlite-retention.js';
-import { createSqliteStore } from './storage/sqlite-store.js';
+import type { RetentionPolicy } from './storage/retention-policy.js';
+import { createSqliteStore } from './storage/sqlite/store.js';
 import {
   asDataDirError,
   DataDirError,

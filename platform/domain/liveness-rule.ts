@@ -3,7 +3,7 @@
  * from it within the window (`ONLINE_WINDOW_SECONDS`), unless it said goodbye with a heartbeat of status
  * `offline` and has made no request since.
  *
- * Storage answers the same question in its query for `GET /v1/operator/devices?status=` (sqlite-store.ts,
+ * Storage answers the same question in its query for `GET /v1/operator/devices?status=` (storage/sqlite/devices.ts,
  * `listDevices`): change both together.
  */
 export interface SeenState {

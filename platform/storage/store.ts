@@ -12,10 +12,6 @@ import type {
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 
-/**
- * The repository layer. Signatures are async so that a PostgreSQL implementation can replace the embedded
- * SQLite one without touching route code.
- */
 export interface OperatorRow {
   operator_id: string;
   name: string;
@@ -160,8 +156,8 @@ export interface MaintenanceStats {
 /** A bucket of energy, as domain/energy.ts integrates it. */
 export type EnergyBucketRow = EnergyBucket;
 
-export interface Store {
-  // Operators, sites, clients (admin CLI and sandbox seed)
+/** Operators, sites and clients; the principal directory; settings (admin CLI, auth, sandbox seed). */
+export interface OperatorDirectory {
   createOperator(name: string): Promise<OperatorRow>;
   listOperators(): Promise<OperatorRow[]>;
   getOperator(operatorId: string): Promise<OperatorRow | undefined>;
@@ -178,8 +174,24 @@ export interface Store {
     scopes: Scope[];
   }): Promise<{ client: ClientRow; secret: string }>;
   getClient(clientId: string): Promise<ClientRow | undefined>;
+  /** Everything the in-memory principal directory holds, for all devices and clients. */
+  loadDirectory(): Promise<{ devices: DeviceEntry[]; clients: ClientEntry[] }>;
+  loadDeviceEntry(deviceId: string): Promise<DeviceEntry | undefined>;
+  loadClientEntry(clientId: string): Promise<ClientEntry | undefined>;
+  setRequireSignature(kind: 'client' | 'device', id: string, required: boolean): Promise<boolean>;
+  listSitesFor(
+    operatorIds: readonly string[],
+    page: number,
+    size: number,
+  ): Promise<Page<SiteRow & { device_count: number }>>;
+  getSetting(key: string): Promise<string | undefined>;
+  setSetting(key: string, value: string): Promise<void>;
+  /** Bumped when another process (the admin CLI) changed the database. */
+  externalChangeVersion(): number;
+}
 
-  // Devices
+/** Chargers: registration, tenancy, sites, secrets. */
+export interface DeviceRepository {
   allowSerial(sn: string): Promise<void>;
   registerDevice(
     input: RegisterInput,
@@ -194,15 +206,27 @@ export interface Store {
   ): Promise<string[]>;
   assignDevice(deviceId: string, siteId: string): Promise<boolean>;
   resetDevice(deviceId: string): Promise<boolean>;
-  /** Everything the in-memory principal directory holds, for all devices and clients. */
-  loadDirectory(): Promise<{ devices: DeviceEntry[]; clients: ClientEntry[] }>;
-  loadDeviceEntry(deviceId: string): Promise<DeviceEntry | undefined>;
-  loadClientEntry(clientId: string): Promise<ClientEntry | undefined>;
-  setRequireSignature(kind: 'client' | 'device', id: string, required: boolean): Promise<boolean>;
+  listDevices(
+    operatorIds: readonly string[],
+    q: {
+      site_id?: string | undefined;
+      status?: 'online' | 'offline' | undefined;
+      page: number;
+      size: number;
+    },
+    onlineSinceMs: number,
+  ): Promise<Page<DeviceRow>>;
+  countDevicesInSite(siteId: string): Promise<number>;
+  deviceIdsInSite(siteId: string): Promise<string[]>;
+  /** New secret, new generation: the old secret and its tokens stop working at once. */
+  rotateSecret(deviceId: string): Promise<{ secret: string; generation: number } | undefined>;
+}
 
-  // Connectors and telemetry
+/** Connectors and their live state, telemetry, heartbeats and liveness. */
+export interface TelemetryRepository {
   listConnectors(deviceId: string): Promise<ConnectorRow[]>;
   getConnector(deviceId: string, connectorId: number): Promise<ConnectorRow | undefined>;
+  listConnectorsOf(deviceIds: readonly string[]): Promise<ConnectorRow[]>;
   /** Stores records (ignoring exact repeats) and returns how many were new. */
   recordTelemetry(deviceId: string, records: readonly TelemetryRecord[], receivedMs: number): Promise<number>;
   recordHeartbeat(
@@ -210,15 +234,10 @@ export interface Store {
     hb: { status: HeartbeatStatus; fault_code: number; atMs: number },
   ): Promise<void>;
   touchDevices(seen: ReadonlyMap<string, number>): Promise<void>;
+}
 
-  // Charging records
-  listChargingRecords(
-    operatorIds: readonly string[],
-    query: ChargingRecordsQuery,
-  ): Promise<Page<ChargingRecord>>;
-  insertChargingRecords(records: readonly ChargingRecord[]): Promise<number>;
-
-  // Commands, schedules, controls
+/** Commands, schedules and flexibility controls (DESIGN.md §5): each change one atomic compare-and-set. */
+export interface CommandRepository {
   enqueueCommands(commands: readonly NewCommand[], nowMs: number): Promise<CommandRow[]>;
   /**
    * Queued and delivered, unexpired commands of a device; marks queued ones delivered and reports each of
@@ -231,11 +250,6 @@ export interface Store {
   ): Promise<PendingCommand[]>;
   saveSchedule(row: ScheduleRow, command: NewCommand): Promise<CommandRow>;
   createControl(control: ControlRow, commands: readonly NewCommand[]): Promise<CommandRow[]>;
-
-  getSetting(key: string): Promise<string | undefined>;
-  setSetting(key: string, value: string): Promise<void>;
-
-  // Command lifecycle (DESIGN.md §5)
   getCommand(commandId: string): Promise<{ command: CommandRow; history: CommandHistoryRow[] } | undefined>;
   reportCommandStatus(
     deviceId: string,
@@ -257,32 +271,13 @@ export interface Store {
   ): Promise<{ cancelled: CommandRow[]; queued: CommandRow[] }>;
   /** Controls whose window has ended become `completed`. */
   completeControls(nowMs: number): Promise<number>;
-
-  // Further reads
-  listDevices(
-    operatorIds: readonly string[],
-    q: {
-      site_id?: string | undefined;
-      status?: 'online' | 'offline' | undefined;
-      page: number;
-      size: number;
-    },
-    onlineSinceMs: number,
-  ): Promise<Page<DeviceRow>>;
-  listConnectorsOf(deviceIds: readonly string[]): Promise<ConnectorRow[]>;
-  listSitesFor(
-    operatorIds: readonly string[],
-    page: number,
-    size: number,
-  ): Promise<Page<SiteRow & { device_count: number }>>;
-  countDevicesInSite(siteId: string): Promise<number>;
   listSchedules(
     deviceId: string,
     connectorId: number,
     page: number,
     size: number,
   ): Promise<Page<ChargingSchedule>>;
-  /** Removes the platform's copy and queues the delete_schedule command; false when there was none. */
+  /** Removes the platform’s copy and queues the delete_schedule command; undefined when there was none. */
   deleteSchedule(
     deviceId: string,
     connectorId: number,
@@ -290,15 +285,29 @@ export interface Store {
     command: NewCommand,
     nowMs: number,
   ): Promise<CommandRow | undefined>;
-  deviceIdsInSite(siteId: string): Promise<string[]>;
+}
+
+/** Charging records (DESIGN.md §12: bounded however long the history). */
+export interface ChargingRecordRepository {
+  listChargingRecords(
+    operatorIds: readonly string[],
+    query: ChargingRecordsQuery,
+  ): Promise<Page<ChargingRecord>>;
+  insertChargingRecords(records: readonly ChargingRecord[]): Promise<number>;
+}
+
+/** Energy series from the 15-minute rollups (DESIGN.md §12). */
+export interface EnergyRepository {
   energyBuckets(
     deviceIds: readonly string[],
     startMs: number,
     endMs: number,
     intervalMs: number,
   ): Promise<EnergyBucketRow[]>;
+}
 
-  // Further charger writes
+/** Charger events and firmware reports. */
+export interface DeviceHistoryRepository {
   insertEvents(
     deviceId: string,
     events: ReadonlyArray<Omit<StoredEventRow, 'device_id' | 'received_ms'>>,
@@ -316,15 +325,25 @@ export interface Store {
     },
     nowMs: number,
   ): Promise<void>;
-  /** New secret, new generation: the old secret and its tokens stop working at once. */
-  rotateSecret(deviceId: string): Promise<{ secret: string; generation: number } | undefined>;
+}
 
-  // Background upkeep (DESIGN.md §12): rollups and retention. The server runs it on timers.
+/** Background upkeep (DESIGN.md §12): rollups and retention. The server runs it on timers. */
+export interface Maintenance {
   /** Rolls up everything stored and runs one retention pass. */
   runMaintenance(): Promise<void>;
   maintenanceStats(): MaintenanceStats;
-
-  /** Bumped when another process (the admin CLI) changed the database. */
-  externalChangeVersion(): number;
   close(): Promise<void>;
 }
+
+/**
+ * The repository layer: one interface per aggregate, each implemented by every backend (`sqlite/`). Signatures
+ * are async so that an asynchronous backend (PostgreSQL) can stand in without touching services or routes.
+ */
+export type Store = OperatorDirectory &
+  DeviceRepository &
+  TelemetryRepository &
+  CommandRepository &
+  ChargingRecordRepository &
+  EnergyRepository &
+  DeviceHistoryRepository &
+  Maintenance;

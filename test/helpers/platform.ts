@@ -5,7 +5,7 @@ import { Agent, request as undiciRequest } from 'undici';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
 import { buildPlatform, type Platform } from '../../platform/server.js';
-import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
+import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 import type { Scope } from '../../shared/index.js';

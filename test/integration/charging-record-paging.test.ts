@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
+import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
 
 /**

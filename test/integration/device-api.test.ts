@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
+import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
 import {
   createTenant,
   expectError,

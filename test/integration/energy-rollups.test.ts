@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accumulateEnergy, bucketsInOrder, type PowerSample } from '../../platform/domain/energy.js';
 import { ROLLUP_MS, rollupAlignedRange } from '../../platform/domain/energy-rollup.js';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
+import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite-store.js';
-import { createWriteBatcher } from '../../platform/storage/write-batcher.js';
+import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
+import { createWriteBatcher } from '../../platform/storage/sqlite/write-batcher.js';
 import { createSeededRandom } from '../../simulators/seeded-random.js';
 import {
   pollUntil,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite-store.js';
+import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 
 /**

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkerReader } from '../../platform/storage/sqlite-reader.js';
+import { createWorkerReader } from '../../platform/storage/sqlite/reader.js';
 
 /** The read worker: a read-only connection in a worker thread, and the main connection when it fails. */
 let dir: string;

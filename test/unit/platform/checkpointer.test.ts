@@ -4,7 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startCheckpointer } from '../../../platform/storage/checkpointer.js';
+import { startCheckpointer } from '../../../platform/storage/sqlite/checkpointer.js';
 
 describe('WAL checkpoints in a worker thread', () => {
   let dir: string;

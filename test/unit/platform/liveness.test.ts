@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLiveness, PERSIST_CHUNK, PERSIST_STALENESS_MS } from '../../../platform/liveness.js';
 import { loadOrCreatePlatformKeys } from '../../../platform/platform-keys.js';
-import { createSqliteStore } from '../../../platform/storage/sqlite-store.js';
+import { createSqliteStore } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
 
 describe('liveness persistence', () => {

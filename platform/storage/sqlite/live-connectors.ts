@@ -1,8 +1,8 @@
-import type { ConnectorRow } from './store.js';
+import type { ConnectorRow } from '../store.js';
 
 /**
  * Connectors' live state not yet written to the `connectors` table: the newest stored telemetry row of each
- * (device, connector). The store reads through it and writes it out every few seconds (`sqlite-store.ts`):
+ * (device, connector). The store reads through it and writes it out every few seconds (`telemetry.ts`):
  * written in every telemetry commit, the live state touched about as many pages as the telemetry itself.
  */
 export type LiveRow = Pick<

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
-import { DAY_MS, dayOf, locatePage, startEdges, startWindows } from '../domain/record-paging.js';
-import type { SqlReader } from './sqlite-reader.js';
-import type { Page } from './store.js';
+import type { ChargingRecord, ChargingRecordsQuery } from '../../../shared/index.js';
+import { DAY_MS, dayOf, locatePage, startEdges, startWindows } from '../../domain/record-paging.js';
+import type { Page } from '../store.js';
+import type { SqlReader } from './reader.js';
 
 /**
  * Charging records on SQLite, bounded however long the history (DESIGN.md §12):

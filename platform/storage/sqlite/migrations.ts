@@ -212,7 +212,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX charging_records_by_device ON charging_records(device_id, start_ms DESC);
   `,
   // 3: energy rollups (DESIGN.md §12). Filled from the telemetry already stored by the rollup pass
-  // (sqlite-energy-rollups.ts), which starts from telemetry row 0 when its watermark is missing.
+  // (energy-rollups.ts), which starts from telemetry row 0 when its watermark is missing.
   `
   CREATE TABLE energy_rollups (
     device_id TEXT NOT NULL,
@@ -226,7 +226,7 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (device_id, bucket_ms, connector_id)
   ) WITHOUT ROWID;
   `,
-  // 4: charging records bounded by operator (DESIGN.md §12, sqlite-charging-records.ts): each record carries
+  // 4: charging records bounded by operator (DESIGN.md §12, charging-records.ts): each record carries
   // its device's operator; records are counted per operator, connector and day of start and of end.
   `
   ALTER TABLE charging_records ADD COLUMN operator_id TEXT;

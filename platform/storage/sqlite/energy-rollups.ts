@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3';
-import type { EnergyBucket, PowerSample } from '../domain/energy.js';
-import { MAX_GAP_MS } from '../domain/energy.js';
+import type { EnergyBucket, PowerSample } from '../../domain/energy.js';
+import { MAX_GAP_MS } from '../../domain/energy.js';
 import {
   appendedRollupDeltas,
   type RollupRun,
   recomputeRollupRun,
   touchedRollupRuns,
-} from '../domain/energy-rollup.js';
+} from '../../domain/energy-rollup.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind

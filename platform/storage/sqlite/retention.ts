@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { RetentionPolicy } from '../retention-policy.js';
 
 /**
  * Retention (DESIGN.md §12) on SQLite: a background pass deletes what has aged out, a small batch per write so
@@ -15,13 +16,6 @@ import type Database from 'better-sqlite3';
  *
  * 0 days keeps that kind forever.
  */
-export interface RetentionPolicy {
-  telemetryDays: number;
-  historyDays: number;
-  rollupDays: number;
-}
-
-export const DEFAULT_RETENTION: RetentionPolicy = { telemetryDays: 30, historyDays: 180, rollupDays: 1830 };
 
 export type PrunedKind =
   | 'telemetry'

@@ -1,0 +1,66 @@
+import type Database from 'better-sqlite3';
+import type { DeviceHistoryRepository, StoredEventRow } from '../store.js';
+
+/** Charger events and firmware reports. */
+export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryRepository {
+  const stmt = {
+    insertEvent: db.prepare(
+      `INSERT OR IGNORE INTO device_events (device_id, event_id, kind, severity, connector_id, ts_ms, message, data,
+         received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    countEvents: db.prepare('SELECT COUNT(*) AS n FROM device_events WHERE device_id = ?'),
+    listEvents: db.prepare(
+      `SELECT * FROM device_events WHERE device_id = ? ORDER BY ts_ms DESC, id DESC LIMIT ? OFFSET ?`,
+    ),
+    insertFirmware: db.prepare(
+      `INSERT INTO firmware_status (device_id, status, version, progress, message, ts_ms, received_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    firmwareInstalled: db.prepare('UPDATE devices SET firmware_version = ? WHERE device_id = ?'),
+  };
+
+  return {
+    async insertEvents(deviceId, events, nowMs) {
+      return db.transaction(() => {
+        let accepted = 0;
+        for (const e of events) {
+          accepted += stmt.insertEvent.run(
+            deviceId,
+            e.event_id,
+            e.kind,
+            e.severity,
+            e.connector_id,
+            e.ts_ms,
+            e.message,
+            e.data ? JSON.stringify(e.data) : null,
+            nowMs,
+          ).changes;
+        }
+        return { accepted, duplicates: events.length - accepted };
+      })();
+    },
+    async listEvents(deviceId, page, size) {
+      const total = (stmt.countEvents.get(deviceId) as { n: number }).n;
+      const items = (
+        stmt.listEvents.all(deviceId, size, (page - 1) * size) as Array<
+          Omit<StoredEventRow, 'data'> & { data: string | null }
+        >
+      ).map((r) => ({ ...r, data: r.data ? (JSON.parse(r.data) as Record<string, unknown>) : null }));
+      return { total, page, size, items };
+    },
+    async recordFirmwareStatus(deviceId, r, nowMs) {
+      db.transaction(() => {
+        stmt.insertFirmware.run(
+          deviceId,
+          r.status,
+          r.version ?? null,
+          r.progress ?? null,
+          r.message ?? null,
+          r.ts_ms,
+          nowMs,
+        );
+        if (r.status === 'installed' && r.version) stmt.firmwareInstalled.run(r.version, deviceId);
+      })();
+    },
+  };
+}

@@ -1,0 +1,192 @@
+import type Database from 'better-sqlite3';
+import { decideRegistration } from '../../domain/registration.js';
+import { newId, newSecret } from '../../ids.js';
+import type { PlatformKeys } from '../../platform-keys.js';
+import type { DeviceRepository, RegistrationOutcome } from '../store.js';
+import type { SqliteChargingRecords } from './charging-records.js';
+import { placeholders, type StatementCache } from './database.js';
+import { type RawDevice, toDevice } from './rows.js';
+
+/** Chargers: registration, tenancy, sites and secrets. */
+export function createSqliteDevices(deps: {
+  db: Database.Database;
+  keys: PlatformKeys;
+  now: () => number;
+  prepared: StatementCache;
+  records: SqliteChargingRecords;
+  noteLocalChange: () => void;
+}): DeviceRepository {
+  const { db, keys, now, prepared, records } = deps;
+  const stmt = {
+    allowSerial: db.prepare('INSERT OR IGNORE INTO allowed_serials (sn, created_ms) VALUES (?, ?)'),
+    isAllowed: db.prepare('SELECT 1 FROM allowed_serials WHERE sn = ?'),
+    deviceBySn: db.prepare('SELECT * FROM devices WHERE sn = ?'),
+    getDevice: db.prepare('SELECT * FROM devices WHERE device_id = ?'),
+    insertDevice: db.prepare(
+      `INSERT INTO devices (device_id, sn, model, manufacturer, firmware_version, mac, site_id, registered,
+         secret_sealed, secret_gen, registered_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, 1, ?)`,
+    ),
+    reregisterDevice: db.prepare(
+      `UPDATE devices SET model = ?, manufacturer = ?, firmware_version = ?, mac = ?, registered = 1,
+         secret_sealed = ?, secret_gen = secret_gen + 1, registered_ms = ?, site_id = COALESCE(site_id, ?)
+       WHERE device_id = ?`,
+    ),
+    upsertConnectorDeclaration: db.prepare(
+      `INSERT INTO connectors (device_id, connector_id, max_power_kw, v2g_capable) VALUES (?, ?, ?, ?)
+       ON CONFLICT (device_id, connector_id) DO UPDATE SET max_power_kw = excluded.max_power_kw,
+         v2g_capable = excluded.v2g_capable`,
+    ),
+    assignDevice: db.prepare('UPDATE devices SET site_id = ? WHERE device_id = ?'),
+    resetDevice: db.prepare(
+      'UPDATE devices SET registered = 0, secret_sealed = NULL, secret_gen = secret_gen + 1 WHERE device_id = ?',
+    ),
+    countDevicesInSite: db.prepare('SELECT COUNT(*) AS n FROM devices WHERE site_id = ?'),
+    deviceIdsInSite: db.prepare('SELECT device_id FROM devices WHERE site_id = ? ORDER BY device_id'),
+    rotateSecret: db.prepare(
+      `UPDATE devices SET secret_sealed = ?, secret_gen = secret_gen + 1 WHERE device_id = ? AND registered = 1
+       RETURNING secret_gen`,
+    ),
+  };
+
+  return {
+    async allowSerial(sn) {
+      stmt.allowSerial.run(sn, now());
+    },
+    async registerDevice(input, policy) {
+      return db
+        .transaction((): RegistrationOutcome => {
+          const existing = stmt.deviceBySn.get(input.sn) as RawDevice | undefined;
+          const decision = decideRegistration({
+            policy: policy.registration,
+            allowed: policy.registration === 'open' || stmt.isAllowed.get(input.sn) !== undefined,
+            existing: existing && { registered: existing.registered === 1 },
+          });
+          if (decision === 'not_allowed' || decision === 'already_registered') return { kind: decision };
+          const secret = newSecret();
+          const sealed = keys.sealSecret(secret);
+          const t = now();
+          let deviceId: string;
+          if (decision === 'register_again' && existing) {
+            deviceId = existing.device_id;
+            stmt.reregisterDevice.run(
+              input.model,
+              input.manufacturer,
+              input.firmware_version,
+              input.mac ?? null,
+              sealed,
+              t,
+              policy.defaultSiteId ?? null,
+              deviceId,
+            );
+          } else {
+            deviceId = newId('dev');
+            stmt.insertDevice.run(
+              deviceId,
+              input.sn,
+              input.model,
+              input.manufacturer,
+              input.firmware_version,
+              input.mac ?? null,
+              policy.defaultSiteId ?? null,
+              sealed,
+              t,
+            );
+          }
+          for (const c of input.connectors ?? []) {
+            stmt.upsertConnectorDeclaration.run(
+              deviceId,
+              c.connector_id,
+              c.max_power_kw,
+              c.v2g_capable ? 1 : 0,
+            );
+          }
+          const device = toDevice(stmt.getDevice.get(deviceId) as RawDevice);
+          return { kind: 'registered', device, secret };
+        })
+        .immediate();
+    },
+    async getDevice(deviceId) {
+      const raw = stmt.getDevice.get(deviceId) as RawDevice | undefined;
+      return raw ? toDevice(raw) : undefined;
+    },
+    async getDeviceForOperators(deviceId, operatorIds) {
+      if (operatorIds.length === 0) return undefined;
+      const raw = prepared(
+        `SELECT d.* FROM devices d JOIN sites s ON s.site_id = d.site_id
+           WHERE d.device_id = ? AND s.operator_id IN (${placeholders(operatorIds.length)})`,
+      ).get(deviceId, ...operatorIds) as RawDevice | undefined;
+      return raw ? toDevice(raw) : undefined;
+    },
+    async listDeviceIdsForTargets(operatorIds, target) {
+      if (operatorIds.length === 0) return [];
+      const ops = placeholders(operatorIds.length);
+      let sql = `SELECT d.device_id FROM devices d JOIN sites s ON s.site_id = d.site_id
+                 WHERE s.operator_id IN (${ops}) AND d.registered = 1`;
+      const args: string[] = [...operatorIds];
+      if (target.type === 'site') {
+        sql += ` AND s.site_id IN (${placeholders(target.ids.length)})`;
+        args.push(...target.ids);
+      } else if (target.type === 'operator') {
+        sql += ` AND s.operator_id IN (${placeholders(target.ids.length)})`;
+        args.push(...target.ids);
+      }
+      sql += ' ORDER BY d.device_id';
+      return prepared(sql)
+        .all(...args)
+        .map((r) => (r as { device_id: string }).device_id);
+    },
+    async assignDevice(deviceId, siteId) {
+      deps.noteLocalChange();
+      return db.transaction(() => {
+        if (stmt.assignDevice.run(siteId, deviceId).changes !== 1) return false;
+        records.deviceMoved(deviceId);
+        return true;
+      })();
+    },
+    async resetDevice(deviceId) {
+      deps.noteLocalChange();
+      return stmt.resetDevice.run(deviceId).changes === 1;
+    },
+    async listDevices(operatorIds, q, onlineSinceMs) {
+      if (operatorIds.length === 0) return { total: 0, page: q.page, size: q.size, items: [] };
+      const where = [`s.operator_id IN (${placeholders(operatorIds.length)})`];
+      const args: Array<string | number> = [...operatorIds];
+      if (q.site_id !== undefined) {
+        where.push('d.site_id = ?');
+        args.push(q.site_id);
+      }
+      // Same rule as Liveness.isOnline: seen within the window, and not offline by a heartbeat unless the
+      // device made a request after that heartbeat.
+      const online = `(d.last_seen_ms >= ? AND (COALESCE(d.reported_status, '') <> 'offline'
+        OR d.last_seen_ms > COALESCE(d.last_heartbeat_ms, 0)))`;
+      if (q.status === 'online') {
+        where.push(online);
+        args.push(onlineSinceMs);
+      } else if (q.status === 'offline') {
+        where.push(`NOT ${online.replace('d.last_seen_ms >= ?', 'COALESCE(d.last_seen_ms, 0) >= ?')}`);
+        args.push(onlineSinceMs);
+      }
+      const from = `FROM devices d JOIN sites s ON s.site_id = d.site_id WHERE ${where.join(' AND ')}`;
+      const total = (prepared(`SELECT COUNT(*) AS n ${from}`).get(...args) as { n: number }).n;
+      const rows = prepared(`SELECT d.* ${from} ORDER BY d.device_id LIMIT ? OFFSET ?`).all(
+        ...args,
+        q.size,
+        (q.page - 1) * q.size,
+      ) as RawDevice[];
+      return { total, page: q.page, size: q.size, items: rows.map(toDevice) };
+    },
+    async countDevicesInSite(siteId) {
+      return (stmt.countDevicesInSite.get(siteId) as { n: number }).n;
+    },
+    async deviceIdsInSite(siteId) {
+      return (stmt.deviceIdsInSite.all(siteId) as Array<{ device_id: string }>).map((r) => r.device_id);
+    },
+    async rotateSecret(deviceId) {
+      const secret = newSecret();
+      const row = stmt.rotateSecret.get(keys.sealSecret(secret), deviceId) as
+        | { secret_gen: number }
+        | undefined;
+      return row ? { secret, generation: row.secret_gen } : undefined;
+    },
+  };
+}

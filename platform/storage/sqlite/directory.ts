@@ -1,0 +1,183 @@
+import type Database from 'better-sqlite3';
+import type { Scope } from '../../../shared/index.js';
+import { newId, newSecret } from '../../ids.js';
+import type { PlatformKeys } from '../../platform-keys.js';
+import type { ClientRow, OperatorDirectory, OperatorRow, SiteRow } from '../store.js';
+import { placeholders, type StatementCache } from './database.js';
+import { DIRECTORY_DEVICE_SQL, type RawDeviceEntry, toDeviceEntry } from './rows.js';
+
+/** Operators, sites and clients, the principal directory's rows, and settings. */
+export function createSqliteDirectory(
+  db: Database.Database,
+  keys: PlatformKeys,
+  now: () => number,
+  prepared: StatementCache,
+) {
+  const stmt = {
+    insertOperator: db.prepare('INSERT INTO operators (operator_id, name, created_ms) VALUES (?, ?, ?)'),
+    listOperators: db.prepare('SELECT operator_id, name FROM operators ORDER BY created_ms, operator_id'),
+    getOperator: db.prepare('SELECT operator_id, name FROM operators WHERE operator_id = ?'),
+    insertSite: db.prepare(
+      'INSERT INTO sites (site_id, operator_id, name, timezone, created_ms) VALUES (?, ?, ?, ?, ?)',
+    ),
+    listSites: db.prepare(
+      'SELECT site_id, operator_id, name, timezone FROM sites ORDER BY created_ms, site_id',
+    ),
+    listSitesOf: db.prepare(
+      'SELECT site_id, operator_id, name, timezone FROM sites WHERE operator_id = ? ORDER BY created_ms, site_id',
+    ),
+    getSite: db.prepare('SELECT site_id, operator_id, name, timezone FROM sites WHERE site_id = ?'),
+    insertClient: db.prepare(
+      'INSERT INTO clients (client_id, secret_sealed, scopes, created_ms) VALUES (?, ?, ?, ?)',
+    ),
+    insertClientOperator: db.prepare('INSERT INTO client_operators (client_id, operator_id) VALUES (?, ?)'),
+    getClient: db.prepare('SELECT client_id, secret_sealed, scopes FROM clients WHERE client_id = ?'),
+    clientOperators: db.prepare(
+      'SELECT operator_id FROM client_operators WHERE client_id = ? ORDER BY operator_id',
+    ),
+    directoryDevices: db.prepare(`${DIRECTORY_DEVICE_SQL}`),
+    directoryDevice: db.prepare(`${DIRECTORY_DEVICE_SQL} WHERE d.device_id = ?`),
+    directoryClients: db.prepare('SELECT client_id, secret_sealed, require_signature FROM clients'),
+    directoryClient: db.prepare(
+      'SELECT client_id, secret_sealed, require_signature FROM clients WHERE client_id = ?',
+    ),
+    directoryClientOperators: db.prepare('SELECT client_id, operator_id FROM client_operators'),
+    clientRequireSignature: db.prepare('UPDATE clients SET require_signature = ? WHERE client_id = ?'),
+    deviceRequireSignature: db.prepare('UPDATE devices SET require_signature = ? WHERE device_id = ?'),
+    getSetting: db.prepare('SELECT value FROM settings WHERE key = ?'),
+    setSetting: db.prepare(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+  };
+
+  const getClientNow = (clientId: string): ClientRow | undefined => {
+    const row = stmt.getClient.get(clientId) as
+      | { client_id: string; secret_sealed: string; scopes: string }
+      | undefined;
+    if (!row) return undefined;
+    const operator_ids = (stmt.clientOperators.all(clientId) as Array<{ operator_id: string }>).map(
+      (r) => r.operator_id,
+    );
+    return { ...row, scopes: row.scopes.split(',') as Scope[], operator_ids };
+  };
+
+  // The admin CLI writes from another process; data_version changes when it commits. Admin changes made
+  // through this connection (tests, an embedded admin API) bump `localChanges` instead.
+  const dataVersion = db.prepare('PRAGMA data_version').pluck();
+  let localChanges = 0;
+
+  const directory: OperatorDirectory = {
+    async createOperator(name) {
+      const row: OperatorRow = { operator_id: newId('op'), name };
+      stmt.insertOperator.run(row.operator_id, name, now());
+      return row;
+    },
+    async listOperators() {
+      return stmt.listOperators.all() as OperatorRow[];
+    },
+    async getOperator(operatorId) {
+      return stmt.getOperator.get(operatorId) as OperatorRow | undefined;
+    },
+    async createSite({ operator_id, name, timezone, site_id }) {
+      const row: SiteRow = { site_id: site_id ?? newId('site'), operator_id, name, timezone };
+      stmt.insertSite.run(row.site_id, operator_id, name, timezone, now());
+      return row;
+    },
+    async listSites(operatorId) {
+      return (operatorId ? stmt.listSitesOf.all(operatorId) : stmt.listSites.all()) as SiteRow[];
+    },
+    async getSite(siteId) {
+      return stmt.getSite.get(siteId) as SiteRow | undefined;
+    },
+    async createClient({ operator_ids, scopes }) {
+      localChanges++;
+      const secret = newSecret();
+      const client_id = newId('cli');
+      const sealed = keys.sealSecret(secret);
+      db.transaction(() => {
+        stmt.insertClient.run(client_id, sealed, scopes.join(','), now());
+        for (const op of new Set(operator_ids)) stmt.insertClientOperator.run(client_id, op);
+      })();
+      return {
+        client: { client_id, secret_sealed: sealed, scopes, operator_ids: [...new Set(operator_ids)] },
+        secret,
+      };
+    },
+    async getClient(clientId) {
+      return getClientNow(clientId);
+    },
+    async loadDirectory() {
+      const devices = (stmt.directoryDevices.all() as RawDeviceEntry[]).map(toDeviceEntry);
+      const ops = new Map<string, string[]>();
+      for (const r of stmt.directoryClientOperators.all() as Array<{
+        client_id: string;
+        operator_id: string;
+      }>) {
+        const list = ops.get(r.client_id) ?? [];
+        list.push(r.operator_id);
+        ops.set(r.client_id, list);
+      }
+      const clients = (
+        stmt.directoryClients.all() as Array<{
+          client_id: string;
+          secret_sealed: string;
+          require_signature: number;
+        }>
+      ).map((c) => ({
+        client_id: c.client_id,
+        secret_sealed: c.secret_sealed,
+        require_signature: c.require_signature === 1,
+        operator_ids: ops.get(c.client_id) ?? [],
+      }));
+      return { devices, clients };
+    },
+    async loadDeviceEntry(deviceId) {
+      const raw = stmt.directoryDevice.get(deviceId) as RawDeviceEntry | undefined;
+      return raw ? toDeviceEntry(raw) : undefined;
+    },
+    async loadClientEntry(clientId) {
+      const c = stmt.directoryClient.get(clientId) as
+        | { client_id: string; secret_sealed: string; require_signature: number }
+        | undefined;
+      if (!c) return undefined;
+      const operator_ids = (stmt.clientOperators.all(clientId) as Array<{ operator_id: string }>).map(
+        (r) => r.operator_id,
+      );
+      return { ...c, require_signature: c.require_signature === 1, operator_ids };
+    },
+    async setRequireSignature(kind, id, required) {
+      localChanges++;
+      const s = kind === 'client' ? stmt.clientRequireSignature : stmt.deviceRequireSignature;
+      return s.run(required ? 1 : 0, id).changes === 1;
+    },
+    async listSitesFor(operatorIds, page, size) {
+      if (operatorIds.length === 0) return { total: 0, page, size, items: [] };
+      const ops = placeholders(operatorIds.length);
+      const total = (
+        prepared(`SELECT COUNT(*) AS n FROM sites WHERE operator_id IN (${ops})`).get(...operatorIds) as {
+          n: number;
+        }
+      ).n;
+      const items = prepared(
+        `SELECT s.site_id, s.operator_id, s.name, s.timezone,
+           (SELECT COUNT(*) FROM devices d WHERE d.site_id = s.site_id) AS device_count
+         FROM sites s WHERE s.operator_id IN (${ops}) ORDER BY s.created_ms, s.site_id LIMIT ? OFFSET ?`,
+      ).all(...operatorIds, size, (page - 1) * size) as Array<SiteRow & { device_count: number }>;
+      return { total, page, size, items };
+    },
+    async getSetting(key) {
+      return (stmt.getSetting.get(key) as { value: string } | undefined)?.value;
+    },
+    async setSetting(key, value) {
+      stmt.setSetting.run(key, value);
+    },
+    externalChangeVersion() {
+      return (dataVersion.get() as number) * 1_000_000 + localChanges;
+    },
+  };
+  /** An admin change made through this connection: principals reload it like another process's. */
+  const noteLocalChange = () => {
+    localChanges++;
+  };
+  return { directory, noteLocalChange };
+}

@@ -1,0 +1,176 @@
+import { join } from 'node:path';
+import { bucketsInOrder } from '../../domain/energy.js';
+import { sumRollups } from '../../domain/energy-rollup.js';
+import type { PlatformKeys } from '../../platform-keys.js';
+import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
+import type { EnergyBucketRow, Store } from '../store.js';
+import { createSqliteChargingRecords } from './charging-records.js';
+import { startCheckpointer } from './checkpointer.js';
+import { createSqliteCommands } from './commands.js';
+import { DATABASE_FILE, openDatabase, placeholders, statementCache } from './database.js';
+import { createSqliteDeviceHistory } from './device-history.js';
+import { createSqliteDevices } from './devices.js';
+import { createSqliteDirectory } from './directory.js';
+import { createSqliteEnergyRollups } from './energy-rollups.js';
+import { createInlineReader, createWorkerReader } from './reader.js';
+import { createSqliteRetention, type SqliteRetention } from './retention.js';
+import { createSqliteTelemetry } from './telemetry.js';
+import { createWriteBatcher } from './write-batcher.js';
+
+export { DATABASE_FILE, openDatabase } from './database.js';
+
+const ROLLUP_EVERY_MS = 1_000;
+const RETENTION_EVERY_MS = 10 * 60_000;
+const RETENTION_FIRST_MS = 30_000;
+
+export interface SqliteStoreOptions {
+  /**
+   * Checkpoint the WAL from a worker thread instead of inside commits (`checkpointer.ts`): for the server.
+   * Short-lived processes (the admin CLI) leave it to SQLite.
+   */
+  backgroundCheckpoints?: boolean;
+  /** Told if the checkpoint worker fails (checkpoints then happen in commits again). */
+  onCheckpointerFailure?: (message: string) => void;
+  /** Told if the read worker fails (operator reads then run on the main connection again). */
+  onReaderFailure?: (message: string) => void;
+  /** Group commits at most this often under load, ms (`write-batcher.ts`); default `COMMIT_INTERVAL_MS`. */
+  commitIntervalMs?: number;
+  /** How long each kind of data is kept (DESIGN.md §12); default `DEFAULT_RETENTION`. */
+  retention?: RetentionPolicy;
+  /**
+   * Keep rollups and retention going on timers: for the server (defaults to `backgroundCheckpoints`).
+   * Otherwise they run when asked (`runMaintenance`, and rollups before an energy read).
+   */
+  backgroundMaintenance?: boolean;
+}
+
+/**
+ * At most one group commit per 2 ms under load: at fleet rates (a few requests per ms) most commits would
+ * otherwise carry a single row, each writing its own WAL frames; idle, a write still commits at once.
+ */
+export const COMMIT_INTERVAL_MS = 2;
+
+/**
+ * The embedded backend: one SQLite file in the data directory, every repository of `../store.ts` over it
+ * (one module per aggregate beside this file), with group commit, WAL checkpoints and operator reads in worker
+ * threads, and the background upkeep of rollups and retention.
+ */
+export function createSqliteStore(
+  dataDir: string,
+  keys: PlatformKeys,
+  now: () => number = Date.now,
+  options: SqliteStoreOptions = {},
+): Store {
+  const db = openDatabase(dataDir);
+  const batcher = createWriteBatcher(db, {
+    minCommitIntervalMs: options.commitIntervalMs ?? COMMIT_INTERVAL_MS,
+  });
+  const checkpointer = options.backgroundCheckpoints
+    ? startCheckpointer(db, join(dataDir, DATABASE_FILE), {
+        ...(options.onCheckpointerFailure ? { onFailure: options.onCheckpointerFailure } : {}),
+      })
+    : undefined;
+  const prepared = statementCache(db);
+  // Heavy operator reads run on a read-only connection in a worker thread in the server (reader.ts).
+  const reader = options.backgroundCheckpoints
+    ? createWorkerReader(db, join(dataDir, DATABASE_FILE), options.onReaderFailure)
+    : createInlineReader(db);
+
+  const records = createSqliteChargingRecords(db, reader);
+  const { directory, noteLocalChange } = createSqliteDirectory(db, keys, now, prepared);
+  const devices = createSqliteDevices({ db, keys, now, prepared, records, noteLocalChange });
+  const telemetry = createSqliteTelemetry(db, batcher, prepared);
+  const commands = createSqliteCommands(db);
+  const history = createSqliteDeviceHistory(db);
+
+  // Retention reads the rollups' watermark and rollups read retention's horizon: each through a function.
+  let retention: SqliteRetention | undefined;
+  const rollups = createSqliteEnergyRollups(
+    db,
+    (run) => batcher.write(run),
+    () => retention?.telemetryHorizonMs() ?? Number.NEGATIVE_INFINITY,
+  );
+  const pruning = createSqliteRetention(
+    db,
+    (run) => batcher.write(run),
+    options.retention ?? DEFAULT_RETENTION,
+    now,
+    () => rollups.watermark(),
+  );
+  retention = pruning;
+  const maintenance = options.backgroundMaintenance ?? options.backgroundCheckpoints ?? false;
+  // The server keeps rollups close behind ingest, so that an energy read has little left to do, and prunes
+  // in the background.
+  const rollupTimer = maintenance
+    ? setInterval(() => {
+        rollups.catchUp().catch(() => undefined);
+      }, ROLLUP_EVERY_MS)
+    : undefined;
+  rollupTimer?.unref();
+  const prune = () => pruning.prune().catch(() => undefined);
+  const retentionTimer = maintenance ? setInterval(prune, RETENTION_EVERY_MS) : undefined;
+  retentionTimer?.unref();
+  const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;
+  firstPrune?.unref();
+
+  return {
+    ...directory,
+    ...devices,
+    ...telemetry.telemetry,
+    ...commands,
+    ...history,
+    async listChargingRecords(operatorIds, q) {
+      return records.list(operatorIds, q);
+    },
+    async insertChargingRecords(rows) {
+      return db.transaction(() => records.insert(rows, now()))();
+    },
+    async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
+      // Answered from the 15-minute rollups (domain/energy-rollup.ts), after they took in every row stored.
+      // If that write fails (a full disk), the answer is what is rolled up: at most a second behind.
+      await rollups.catchUp().catch(() => undefined);
+      const rows: EnergyBucketRow[] = [];
+      for (let i = 0; i < deviceIds.length; i += 500) {
+        const ids = deviceIds.slice(i, i + 500);
+        rows.push(
+          ...(await reader.all<EnergyBucketRow>(
+            `SELECT bucket_ms AS start_ms, SUM(imported_kwh) AS imported_kwh, SUM(exported_kwh) AS exported_kwh,
+               SUM(power_sum) AS power_sum, MAX(max_power) AS max_power, SUM(samples) AS samples
+             FROM energy_rollups WHERE device_id IN (${placeholders(ids.length)}) AND bucket_ms >= ? AND bucket_ms < ?
+             GROUP BY bucket_ms`,
+            [...ids, startMs, endMs],
+          )),
+        );
+      }
+      return bucketsInOrder(sumRollups(rows, { startMs, endMs, intervalMs }));
+    },
+    async runMaintenance() {
+      await rollups.catchUp();
+      await pruning.prune();
+    },
+    maintenanceStats() {
+      const r = pruning.stats();
+      return {
+        pruned: r.pruned,
+        retentionPasses: r.passes,
+        lastRetentionPassMs: r.lastPassMs,
+        lastRetentionPassDurationMs: r.lastPassDurationMs,
+        rollupLagRows: rollups.lagRows(),
+      };
+    },
+    async close() {
+      clearInterval(rollupTimer);
+      clearInterval(retentionTimer);
+      clearTimeout(firstPrune);
+      await rollups.idle();
+      await pruning.idle();
+      await telemetry.drainPending();
+      batcher.drain();
+      // The live state still pending goes out with the last commit.
+      await telemetry.close();
+      await reader.close();
+      await checkpointer?.close();
+      db.close();
+    },
+  };
+}
