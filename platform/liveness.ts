@@ -89,9 +89,13 @@ export function createLiveness(
       }
       dirty.add(deviceId);
     },
-    /** A heartbeat with status `offline`: offline at once. */
-    markOffline(deviceId: string): void {
-      const ms = now();
+    /**
+     * A heartbeat with status `offline`: offline at once. `atMs` is the time the heartbeat is stored with: the
+     * last-seen time written out must not be later than it, or the stored row would read as "seen after it said
+     * goodbye", online (a one-millisecond race between two clock reads).
+     */
+    markOffline(deviceId: string, atMs: number = now()): void {
+      const ms = atMs;
       const entry = seen.get(deviceId);
       seen.set(deviceId, { ms, offline: true });
       if (!entry?.offline) onChange(deviceId, 'offline', ms);

@@ -107,7 +107,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ body, request }) => {
         const id = deviceId(request);
         const t = ctx.now();
-        if (body.status === 'offline') ctx.liveness.markOffline(id);
+        if (body.status === 'offline') ctx.liveness.markOffline(id, t);
         await ctx.store.recordHeartbeat(id, { status: body.status, fault_code: body.fault_code, atMs: t });
         // A charger going offline gets no commands: it would not be there to run them.
         const commands = body.status === 'offline' ? [] : await takePending(id, t);

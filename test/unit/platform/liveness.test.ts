@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { seenStateOfRow } from '../../../platform/domain/liveness-rule.js';
 import { createLiveness, PERSIST_CHUNK, PERSIST_STALENESS_MS } from '../../../platform/liveness.js';
 import { loadOrCreatePlatformKeys } from '../../../platform/platform-keys.js';
 import { createSqliteStore } from '../../../platform/storage/sqlite/store.js';
@@ -82,5 +83,22 @@ describe('liveness persistence', () => {
     await liveness.close();
     expect(writes).toEqual([new Map([[device, t]])]);
     expect((await store.getDevice(device))?.last_seen_ms).toBe(t);
+  });
+  it('an offline heartbeat stays offline in the stored row even when the clock ticks between its reads', async () => {
+    // Every read of this clock is a millisecond later: the request's arrival, the heartbeat's time and the
+    // moment liveness notes it all differ.
+    const ticking = () => ++t;
+    const liveness = createLiveness(store, ticking, undefined, 5_000);
+    const device = await register('SN-BYE');
+    liveness.markSeen(device); // the request authenticated
+    const at = ticking(); // the heartbeat's time, as the route reads it
+    liveness.markOffline(device, at);
+    await store.recordHeartbeat(device, { status: 'offline', fault_code: 0, atMs: at });
+    await liveness.flush();
+    const row = (await store.getDevice(device))!;
+    expect(row.last_seen_ms).toBe(at);
+    // What a restarted platform, or the devices list's SQL, reads from the row: offline.
+    expect(seenStateOfRow(row).offline).toBe(true);
+    expect(liveness.isOnline(row)).toBe(false);
   });
 });
