@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,8 +25,19 @@ export interface BenchPlatform {
   stop(): Promise<void>;
 }
 
-export async function startBenchPlatform(extraArgs: string[] = []): Promise<BenchPlatform> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cp-bench-'));
+export interface BenchPlatformOptions {
+  /** Serve this data directory (created when missing) instead of a new temporary one. */
+  dataDir?: string;
+  /** Leave the data directory in place when stopping (to serve it again later). */
+  keep?: boolean;
+}
+
+export async function startBenchPlatform(
+  extraArgs: string[] = [],
+  options: BenchPlatformOptions = {},
+): Promise<BenchPlatform> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-bench-')));
+  await mkdir(dataDir, { recursive: true });
   // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of the platform process there (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE_DIR
     ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
@@ -107,7 +118,7 @@ export async function startBenchPlatform(extraArgs: string[] = []): Promise<Benc
       const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(force);
-      await rm(dataDir, { recursive: true, force: true });
+      if (!options.keep) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

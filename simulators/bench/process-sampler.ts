@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 /** RSS and CPU time of a process from /proc (Linux), for footprint benchmarks. */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -57,4 +58,38 @@ export function sampleHostCpu(): HostCpuTimes {
 export function stealPercent(from: HostCpuTimes, to: HostCpuTimes): number {
   const total = to.total - from.total;
   return total > 0 ? Math.round((1000 * (to.steal - from.steal)) / total) / 10 : 0;
+}
+
+/** CPU seconds the machine has spent running anything (all cores together; idle, I/O wait and steal apart). */
+export function hostBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * From now on, the CPU cores used by the process `pid`, by this process and by everything else on the machine:
+ * on a shared machine, `others` says whether a figure was measured beside someone else's work.
+ */
+export function startCpuMeter(pid: number) {
+  const at = performance.now();
+  const host = hostBusySeconds();
+  const target = sampleProcess(pid).cpuSeconds;
+  const self = process.cpuUsage();
+  return () => {
+    const seconds = (performance.now() - at) / 1000;
+    const used = process.cpuUsage(self);
+    const targetCores = (sampleProcess(pid).cpuSeconds - target) / seconds;
+    const selfCores = (used.user + used.system) / 1e6 / seconds;
+    const r = (x: number) => Math.round(x * 100) / 100;
+    return {
+      target: r(targetCores),
+      self: r(selfCores),
+      others: r(Math.max(0, (hostBusySeconds() - host) / seconds - targetCores - selfCores)),
+    };
+  };
 }

@@ -19,6 +19,8 @@ describe('bench command lines', () => {
       mode: 'fleet',
       values: { count: 2000, minutes: 5, connections: 0 },
       given: new Set(),
+      texts: {},
+      flags: {},
     });
   });
 
@@ -75,5 +77,24 @@ describe('bench command lines', () => {
     expect(parseBenchArgs(plain, []).kind).toBe('run');
     const r = parseBenchArgs(plain, ['extra']);
     expect(r.kind === 'usage_error' && r.message).toMatch(/Unexpected argument 'extra'/);
+  });
+
+  it('reads text options and flags where the script declares them', () => {
+    const paths: BenchCommandLine<'records', 'json', 'keep'> = {
+      usage: 'Usage: volume',
+      options: { records: { default: 100, integer: true, help: 'records' } },
+      texts: { json: { value: 'FILE', help: 'write the figures' } },
+      flags: { keep: { help: 'keep the data' } },
+    };
+    const r = parseBenchArgs(paths, ['--json', 'out.json', '--keep']);
+    expect(r.kind === 'run' && r.texts).toEqual({ json: 'out.json' });
+    expect(r.kind === 'run' && r.flags).toEqual({ keep: true });
+    const none = parseBenchArgs(paths, []);
+    expect(none.kind === 'run' && [none.texts, none.flags]).toEqual([{}, { keep: false }]);
+    const help = parseBenchArgs(paths, ['--help']);
+    expect(help.kind === 'help' && help.text).toMatch(/--json <FILE>\s+write the figures/);
+    expect(help.kind === 'help' && help.text).toMatch(/--keep\s+keep the data/);
+    const empty = parseBenchArgs(paths, ['--json=']);
+    expect(empty.kind === 'usage_error' && empty.message).toMatch(/--json needs a FILE/);
   });
 });
