@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,12 +60,16 @@ export async function startBenchPlatform(
       'warn',
       ...extraArgs,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'] },
   );
   const url = await new Promise<string>((resolve, reject) => {
     let err = '';
     let listening = false;
+    // BENCH_PLATFORM_LOG=FILE keeps the platform's whole log there (its warnings and errors), for a failed run.
+    const logFile = process.env.BENCH_PLATFORM_LOG;
+    if (logFile) child.stdout!.on('data', (chunk: Buffer) => appendFileSync(logFile, chunk));
     child.stderr!.on('data', (chunk: Buffer) => {
+      if (logFile) appendFileSync(logFile, chunk);
       err += chunk.toString();
       // Once it listens, only a tail is kept (for an exit message): a long run (the soak) must not grow the
       // benchmark's own memory with the platform's log, nor search all of it again on every chunk.

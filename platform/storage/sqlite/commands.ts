@@ -115,7 +115,7 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
 
   return {
     async enqueueCommands(commands, nowMs) {
-      return db.transaction(() => insertCommandsNow(commands, nowMs))();
+      return db.transaction(() => insertCommandsNow(commands, nowMs)).immediate();
     },
     async takePendingCommands(deviceId, nowMs, onDelivered) {
       if (!mayHavePending.has(deviceId)) return [];
@@ -133,7 +133,7 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
               delivered.push({ ...r, status: 'delivered', updated_ms: at });
             }
           }
-        })();
+        }).immediate();
       }
       if (onDelivered) for (const c of delivered) onDelivered(c);
       return rows.map(
@@ -146,33 +146,37 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
       );
     },
     async saveSchedule(row: ScheduleRow, command) {
-      return db.transaction(() => {
-        stmt.upsertSchedule.run(
-          row.device_id,
-          row.connector_id,
-          row.schedule.schedule_id,
-          JSON.stringify(row.schedule),
-          row.updated_ms,
-        );
-        return insertCommandsNow([command], row.updated_ms)[0]!;
-      })();
+      return db
+        .transaction(() => {
+          stmt.upsertSchedule.run(
+            row.device_id,
+            row.connector_id,
+            row.schedule.schedule_id,
+            JSON.stringify(row.schedule),
+            row.updated_ms,
+          );
+          return insertCommandsNow([command], row.updated_ms)[0]!;
+        })
+        .immediate();
     },
     async createControl(control: ControlRow, commands) {
-      return db.transaction(() => {
-        stmt.insertControl.run(
-          control.control_id,
-          control.client_id,
-          control.target_type,
-          JSON.stringify(control.target_ids),
-          control.command,
-          JSON.stringify(control.params),
-          control.status,
-          control.created_ms,
-          control.ends_ms,
-          JSON.stringify(control.operator_ids),
-        );
-        return insertCommandsNow(commands, control.created_ms);
-      })();
+      return db
+        .transaction(() => {
+          stmt.insertControl.run(
+            control.control_id,
+            control.client_id,
+            control.target_type,
+            JSON.stringify(control.target_ids),
+            control.command,
+            JSON.stringify(control.params),
+            control.status,
+            control.created_ms,
+            control.ends_ms,
+            JSON.stringify(control.operator_ids),
+          );
+          return insertCommandsNow(commands, control.created_ms);
+        })
+        .immediate();
     },
     async getCommand(commandId) {
       const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;

@@ -21,23 +21,25 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
 
   return {
     async insertEvents(deviceId, events, nowMs) {
-      return db.transaction(() => {
-        let accepted = 0;
-        for (const e of events) {
-          accepted += stmt.insertEvent.run(
-            deviceId,
-            e.event_id,
-            e.kind,
-            e.severity,
-            e.connector_id,
-            e.ts_ms,
-            e.message,
-            e.data ? JSON.stringify(e.data) : null,
-            nowMs,
-          ).changes;
-        }
-        return { accepted, duplicates: events.length - accepted };
-      })();
+      return db
+        .transaction(() => {
+          let accepted = 0;
+          for (const e of events) {
+            accepted += stmt.insertEvent.run(
+              deviceId,
+              e.event_id,
+              e.kind,
+              e.severity,
+              e.connector_id,
+              e.ts_ms,
+              e.message,
+              e.data ? JSON.stringify(e.data) : null,
+              nowMs,
+            ).changes;
+          }
+          return { accepted, duplicates: events.length - accepted };
+        })
+        .immediate();
     },
     async listEvents(deviceId, page, size) {
       const total = (stmt.countEvents.get(deviceId) as { n: number }).n;
@@ -60,7 +62,7 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
           nowMs,
         );
         if (r.status === 'installed' && r.version) stmt.firmwareInstalled.run(r.version, deviceId);
-      })();
+      }).immediate();
     },
   };
 }

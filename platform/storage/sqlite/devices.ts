@@ -137,11 +137,13 @@ export function createSqliteDevices(deps: {
     },
     async assignDevice(deviceId, siteId) {
       deps.noteLocalChange();
-      return db.transaction(() => {
-        if (stmt.assignDevice.run(siteId, deviceId).changes !== 1) return false;
-        records.deviceMoved(deviceId);
-        return true;
-      })();
+      return db
+        .transaction(() => {
+          if (stmt.assignDevice.run(siteId, deviceId).changes !== 1) return false;
+          records.deviceMoved(deviceId);
+          return true;
+        })
+        .immediate();
     },
     async resetDevice(deviceId) {
       deps.noteLocalChange();

@@ -97,7 +97,7 @@ export function createSqliteDirectory(
       db.transaction(() => {
         stmt.insertClient.run(client_id, sealed, scopes.join(','), now());
         for (const op of new Set(operator_ids)) stmt.insertClientOperator.run(client_id, op);
-      })();
+      }).immediate();
       return {
         client: { client_id, secret_sealed: sealed, scopes, operator_ids: [...new Set(operator_ids)] },
         secret,

@@ -123,7 +123,10 @@ export function createSqliteStore(
       return records.list(operatorIds, q);
     },
     async insertChargingRecords(rows) {
-      return db.transaction(() => records.insert(rows, now()))();
+      // Immediate: the insert reads (the charger's operator) before it writes, and a deferred transaction
+      // that must upgrade its read lock while another connection checkpoints fails at once with SQLITE_BUSY
+      // instead of waiting. Every write transaction here takes the write lock first, for the same reason.
+      return db.transaction(() => records.insert(rows, now())).immediate();
     },
     async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
       // Answered from the 15-minute rollups (domain/energy-rollup.ts), after they took in every row stored.

@@ -235,7 +235,7 @@ export function createSqliteTelemetry(
       db.transaction(() => {
         writeLiveState(rows);
         stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
-      })();
+      }).immediate();
     }
   };
   return { telemetry, close, drainPending: () => persistingLive?.catch(() => undefined) };
