@@ -168,7 +168,9 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     q: ChargingRecordsQuery,
   ): Promise<Page<ChargingRecord>> => {
     const s = scope(operatorIds, q.connector_id);
-    const where = ['device_id = ?', s.sql];
+    // `+operator_id`: the tenancy check must not lead SQLite to walk the operator's index (every record of the
+    // operator) for one charger's; the charger's own index range is what bounds this read.
+    const where = ['device_id = ?', `+${s.sql}`];
     const args: Array<string | number> = [deviceId, ...s.args];
     // A record matches when its session overlaps [start_time, end_time) (DESIGN.md §9).
     if (q.start_time !== undefined) {
