@@ -190,15 +190,27 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
   };
 
-  const countRecord = (
-    operatorId: string,
-    connectorId: number,
-    startMs: number,
-    endMs: number,
-    by: number,
-  ) => {
-    stmt.count.run(operatorId, 0, dayOf(startMs), connectorId, by);
-    stmt.count.run(operatorId, 1, dayOf(endMs), connectorId, by);
+  /**
+   * Counter changes gathered over one call and written once per (operator, side, day, connector): a request's
+   * hundred records fall on a few days, so it costs a few upserts rather than two per record.
+   */
+  const counterChanges = () => {
+    const changes = new Map<string, [string, 0 | 1, number, number, number]>();
+    const add = (operatorId: string, connectorId: number, startDay: number, endDay: number, by: number) => {
+      for (const [side, day] of [
+        [0, startDay],
+        [1, endDay],
+      ] as const) {
+        const key = `${operatorId}|${side}|${day}|${connectorId}`;
+        const row = changes.get(key);
+        if (row) row[4] += by;
+        else changes.set(key, [operatorId, side, day, connectorId, by]);
+      }
+    };
+    const write = () => {
+      for (const row of changes.values()) if (row[4] !== 0) stmt.count.run(...row);
+    };
+    return { add, write };
   };
 
   return {
@@ -210,6 +222,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     },
     insert(records, receivedMs) {
       const operators = new Map<string, string | null>();
+      const counts = counterChanges();
       let inserted = 0;
       let longest = maxDurationMs;
       for (const r of records) {
@@ -240,9 +253,10 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
         }).changes;
         if (changes !== 1) continue;
         inserted++;
-        if (operatorId !== null) countRecord(operatorId, r.connector_id, startMs, endMs, 1);
+        if (operatorId !== null) counts.add(operatorId, r.connector_id, dayOf(startMs), dayOf(endMs), 1);
         longest = Math.max(longest, endMs - startMs);
       }
+      counts.write();
       if (longest > maxDurationMs) {
         stmt.setMaxDuration.run(MAX_DURATION_SETTING, String(longest));
         maxDurationMs = longest;
@@ -259,18 +273,16 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
         n: number;
       }>;
       const from = new Set<string>();
+      const counts = counterChanges();
       for (const d of days) {
         if (d.operator_id === to) continue;
         if (d.operator_id !== null) {
           from.add(d.operator_id);
-          stmt.count.run(d.operator_id, 0, d.start_day, d.connector_id, -d.n);
-          stmt.count.run(d.operator_id, 1, d.end_day, d.connector_id, -d.n);
+          counts.add(d.operator_id, d.connector_id, d.start_day, d.end_day, -d.n);
         }
-        if (to !== null) {
-          stmt.count.run(to, 0, d.start_day, d.connector_id, d.n);
-          stmt.count.run(to, 1, d.end_day, d.connector_id, d.n);
-        }
+        if (to !== null) counts.add(to, d.connector_id, d.start_day, d.end_day, d.n);
       }
+      counts.write();
       for (const operatorId of from) stmt.dropEmptyDays.run(operatorId);
       stmt.moveDevice.run(to, deviceId);
     },

@@ -108,7 +108,10 @@ export function createSqliteEnergyRollups(
     const rows = stmt.newRows.all(watermark, CHUNK_ROWS) as NewRow[];
     known = { watermark, maxId: Number(stmt.maxId.get() ?? 0) };
     const upToId = rows.at(-1)?.id;
-    if (upToId === undefined) return false;
+    if (upToId === undefined) {
+      newestAt = watermark;
+      return false;
+    }
     const byConnector = new Map<string, NewRow[]>();
     for (const row of rows) {
       const key = `${row.device_id}|${row.connector_id}`;
@@ -142,6 +145,12 @@ export function createSqliteEnergyRollups(
   };
 
   const pass = async () => {
+    // Nothing stored since the last chunk: no write transaction at all (the timer fires every second).
+    const maxId = Number(stmt.maxId.get() ?? 0);
+    if (newestAt >= 0 && maxId <= newestAt) {
+      known = { watermark: newestAt, maxId };
+      return;
+    }
     try {
       while (await write(step)) {
         // Each chunk is its own write: requests run between them.

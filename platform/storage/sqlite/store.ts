@@ -13,7 +13,7 @@ import { createSqliteDevices } from './devices.js';
 import { createSqliteDirectory } from './directory.js';
 import { createSqliteEnergyRollups } from './energy-rollups.js';
 import { createInlineReader, createWorkerReader } from './reader.js';
-import { createSqliteRetention, type SqliteRetention } from './retention.js';
+import { createSqliteRetention } from './retention.js';
 import { createSqliteTelemetry } from './telemetry.js';
 import { createWriteBatcher } from './write-batcher.js';
 
@@ -83,12 +83,12 @@ export function createSqliteStore(
   const commands = createSqliteCommands(db);
   const history = createSqliteDeviceHistory(db);
 
-  // Retention reads the rollups' watermark and rollups read retention's horizon: each through a function.
-  let retention: SqliteRetention | undefined;
+  // Retention reads the rollups' watermark and rollups read retention's horizon, each through a function
+  // called only once both exist.
   const rollups = createSqliteEnergyRollups(
     db,
     (run) => batcher.write(run),
-    () => retention?.telemetryHorizonMs() ?? Number.NEGATIVE_INFINITY,
+    () => pruning.telemetryHorizonMs(),
   );
   const pruning = createSqliteRetention(
     db,
@@ -97,7 +97,6 @@ export function createSqliteStore(
     now,
     () => rollups.watermark(),
   );
-  retention = pruning;
   const maintenance = options.backgroundMaintenance ?? options.backgroundCheckpoints ?? false;
   // The server keeps rollups close behind ingest, so that an energy read has little left to do, and prunes
   // in the background.
