@@ -1,11 +1,10 @@
 #!/usr/bin/env node
 import '../supported-node.js';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { type BareServer, registerLoadChargers, startBareServer } from './bare-baseline.js';
 import { benchArgsOrExit } from './bench-args.js';
-import { call, startBenchPlatform } from './bench-platform.js';
+import { startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
 import { sampleProcess } from './process-sampler.js';
 
@@ -19,25 +18,9 @@ import { sampleProcess } from './process-sampler.js';
 export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECONDS = 15, ROUNDS = 5) {
   const ROWS = 500;
   const platform = await startBenchPlatform();
-  let bare: ReturnType<typeof spawn> | undefined;
+  let bare: BareServer | undefined;
   try {
-    const devices: Array<{ auth: Record<string, string>; n: number }> = [];
-    for (let i = 0; i < DEVICES; i++) {
-      const reg = await call(platform, 'POST', '/v1/device/register', {
-        json: { sn: `BATCH-${i}`, model: 'Bench', manufacturer: 'Bench', firmware_version: '1' },
-      });
-      const tok = await call(platform, 'POST', '/v1/device/token', {
-        json: {
-          device_id: reg.body.data.device_id,
-          device_secret: reg.body.data.device_secret,
-          grant_type: 'client_credentials',
-        },
-      });
-      devices.push({
-        auth: { authorization: `Bearer ${tok.body.data.access_token}`, 'content-type': 'application/json' },
-        n: 0,
-      });
-    }
+    const devices = (await registerLoadChargers(platform, 'BATCH', DEVICES)).map((auth) => ({ auth, n: 0 }));
     // Five days back: a backlog, every record new (the platform ignores exact repeats).
     const base = Date.now() - 5 * 86_400_000;
     const TAIL =
@@ -62,22 +45,10 @@ export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECON
       headers: devices[0]!.auth,
       body: body({ n: 0 }),
     };
-    const tlsDir = join(platform.dataDir, 'tls');
-    bare = spawn(
-      process.execPath,
-      [
-        fileURLToPath(new URL('./bare-server.js', import.meta.url)),
-        join(tlsDir, 'cert.pem'),
-        join(tlsDir, 'key.pem'),
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const barePort = await new Promise<number>((resolve) =>
-      bare!.stdout!.once('data', (b: Buffer) => resolve(Number(String(b).trim()))),
-    );
+    bare = await startBareServer(platform);
     const targets = {
       platform: { origin: platform.url.replace('localhost', '127.0.0.1'), pid: platform.pid },
-      bare: { origin: `https://127.0.0.1:${barePort}`, pid: bare.pid! },
+      bare: { origin: bare.origin, pid: bare.pid },
     };
     const cpu = { platform: 0, bare: 0 };
     const round = async (which: keyof typeof targets, ms: number) => {
@@ -126,7 +97,7 @@ export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECON
       all_stored: acknowledged <= stored && stored <= sent * ROWS,
     };
   } finally {
-    bare?.kill('SIGTERM');
+    bare?.stop();
     await platform.stop();
   }
 }

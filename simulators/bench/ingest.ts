@@ -1,11 +1,10 @@
 #!/usr/bin/env node
 import '../supported-node.js';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { type BareServer, registerLoadChargers, startBareServer } from './bare-baseline.js';
 import { benchArgsOrExit } from './bench-args.js';
-import { call, startBenchPlatform } from './bench-platform.js';
+import { startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
 import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js';
 
@@ -24,29 +23,12 @@ import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js
  */
 export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 15, ROUNDS = 5) {
   const platform = await startBenchPlatform();
-  let bare: ReturnType<typeof spawn> | undefined;
+  let bare: BareServer | undefined;
   try {
     // Chargers register over the API; tokens for the load.
-    const devices: Array<{ token: string; n: number }> = [];
-    for (let i = 0; i < DEVICES; i++) {
-      const sn = `INGEST-${i}`;
-      const reg = await call(platform, 'POST', '/v1/device/register', {
-        json: { sn, model: 'Bench', manufacturer: 'Bench', firmware_version: '1' },
-      });
-      const tok = await call(platform, 'POST', '/v1/device/token', {
-        json: {
-          device_id: reg.body.data.device_id,
-          device_secret: reg.body.data.device_secret,
-          grant_type: 'client_credentials',
-        },
-      });
-      devices.push({ token: tok.body.data.access_token, n: 0 });
-    }
+    const headers = await registerLoadChargers(platform, 'INGEST', DEVICES);
+    const devices = headers.map(() => ({ n: 0 }));
     const base = Date.now() - 86_400_000;
-    const headers = devices.map((d) => ({
-      authorization: `Bearer ${d.token}`,
-      'content-type': 'application/json',
-    }));
     const BODY_TAIL =
       '","connector_id":1,"state":"charging","voltage":231.2,"current":31.9,"power":22.1,' +
       '"energy_delivered":12.345,"soc":57,"temperature":31.5}';
@@ -68,22 +50,10 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
       body: `{"timestamp":"${new Date(base).toISOString()}${BODY_TAIL}`,
     };
 
-    const tlsDir = join(platform.dataDir, 'tls');
-    bare = spawn(
-      process.execPath,
-      [
-        fileURLToPath(new URL('./bare-server.js', import.meta.url)),
-        join(tlsDir, 'cert.pem'),
-        join(tlsDir, 'key.pem'),
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const barePort = await new Promise<number>((resolve) =>
-      bare!.stdout!.once('data', (b: Buffer) => resolve(Number(String(b).trim()))),
-    );
+    bare = await startBareServer(platform);
     const targets = {
       platform: { origin: platform.url.replace('localhost', '127.0.0.1'), pid: platform.pid },
-      bare: { origin: `https://127.0.0.1:${barePort}`, pid: bare.pid! },
+      bare: { origin: bare.origin, pid: bare.pid },
     };
     /** CPU seconds the server and the generator used during each side's measured rounds. */
     const zero = () => ({ server: 0, generator: 0 });
@@ -159,7 +129,7 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
     };
     return result;
   } finally {
-    bare?.kill('SIGTERM');
+    bare?.stop();
     await platform.stop();
   }
 }

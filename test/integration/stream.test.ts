@@ -435,7 +435,6 @@ describe('subscriptions and messages', () => {
     spendRealtime(dev2.deviceId);
     const parked = tp.http.get('/v1/device/commands?wait=20', { token: dev2.token });
     await sleep(200);
-    const started = performance.now();
     const del = await tp.http.delete(`/v1/operator/control/${controlId}`, { token: tenant.token });
     expect(del.status).toBe(200);
     const reversal = await next();
@@ -445,13 +444,12 @@ describe('subscriptions and messages', () => {
       status: 'queued',
     });
     expect(reversal.command_id).not.toBe(limit.command_id);
+    // A poll that timed out instead of being woken would answer with no commands (it read none before it waited).
     const woken = await parked;
     expect(woken.status).toBe(200);
     expect(woken.body.data.commands.map((c: { command_id: string }) => c.command_id)).toEqual([
       reversal.command_id,
     ]);
-    // Woken by the cancellation, not by the poll's own 20-second timeout.
-    expect(performance.now() - started).toBeLessThan(10_000);
     await conn.close();
   });
 });
