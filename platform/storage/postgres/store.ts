@@ -1,0 +1,151 @@
+import type pg from 'pg';
+import type { PlatformKeys } from '../../platform-keys.js';
+import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
+import type { Store } from '../store.js';
+import { createPgChargingRecords } from './charging-records.js';
+import { createPgCommands } from './commands.js';
+import { DIRECTORY_CHANNEL, openPgDatabase, type PgDatabase } from './database.js';
+import { createPgDeviceHistory } from './device-history.js';
+import { createPgDevices } from './devices.js';
+import { createPgDirectory } from './directory.js';
+import { createPgEnergyRollups } from './energy-rollups.js';
+import { createPgRetention } from './retention.js';
+import { createPgTelemetry } from './telemetry.js';
+import { createTelemetryPartitions } from './telemetry-partitions.js';
+
+export { describeDatabase, isPostgresUrl } from './database.js';
+
+const ROLLUP_EVERY_MS = 1_000;
+const RETENTION_EVERY_MS = 10 * 60_000;
+const RETENTION_FIRST_MS = 30_000;
+/** How far back a telemetry day gets its own partition when telemetry is kept forever. */
+const KEEP_FOREVER_PARTITION_DAYS = 400;
+
+export interface PostgresStoreOptions {
+  /** How long each kind of data is kept (DESIGN.md §12); default `DEFAULT_RETENTION`. */
+  retention?: RetentionPolicy;
+  /**
+   * Keep rollups and retention going on timers and listen for admin changes made elsewhere: for the server.
+   * Otherwise rollups run when asked (`runMaintenance`, and before an energy read).
+   */
+  backgroundMaintenance?: boolean;
+  poolSize?: number;
+}
+
+/**
+ * The PostgreSQL backend (`--database postgres://…`): every repository of `../store.ts` over one connection
+ * pool, one module per aggregate beside this file, with the background upkeep of rollups and retention.
+ */
+export async function createPostgresStore(
+  url: string,
+  keys: PlatformKeys,
+  now: () => number = Date.now,
+  options: PostgresStoreOptions = {},
+): Promise<Store> {
+  const db = await openPgDatabase(url, options.poolSize ? { poolSize: options.poolSize } : {});
+  const policy = options.retention ?? DEFAULT_RETENTION;
+  const partitions = createTelemetryPartitions(
+    db,
+    now,
+    (policy.telemetryDays || KEEP_FOREVER_PARTITION_DAYS) + 1,
+  );
+  const records = createPgChargingRecords(db);
+  const directory = createPgDirectory(db, keys, now);
+  const devices = createPgDevices({ db, keys, now, records });
+  const telemetry = createPgTelemetry(db, partitions);
+  const commands = createPgCommands(db);
+  const history = createPgDeviceHistory(db);
+  const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
+  const pruning = createPgRetention(db, policy, now, partitions, rollups);
+
+  const maintenance = options.backgroundMaintenance ?? false;
+  const changes = maintenance ? await listenForChanges(db) : undefined;
+  const rollupTimer = maintenance
+    ? setInterval(() => {
+        rollups.catchUp().catch(() => undefined);
+      }, ROLLUP_EVERY_MS)
+    : undefined;
+  rollupTimer?.unref();
+  const prune = () => pruning.prune().catch(() => undefined);
+  const retentionTimer = maintenance ? setInterval(prune, RETENTION_EVERY_MS) : undefined;
+  retentionTimer?.unref();
+  const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;
+  firstPrune?.unref();
+
+  return {
+    ...directory,
+    ...devices,
+    ...telemetry,
+    ...commands,
+    ...history,
+    externalChangeVersion() {
+      return changes?.version() ?? 0;
+    },
+    listChargingRecords(operatorIds, q) {
+      return records.list(operatorIds, q);
+    },
+    insertChargingRecords(rows) {
+      return records.insert(rows, now());
+    },
+    energyBuckets(deviceIds, startMs, endMs, intervalMs) {
+      return rollups.buckets(deviceIds, startMs, endMs, intervalMs);
+    },
+    async runMaintenance() {
+      await rollups.catchUp();
+      await pruning.prune();
+    },
+    maintenanceStats() {
+      const r = pruning.stats();
+      return {
+        pruned: r.pruned,
+        retentionPasses: r.passes,
+        lastRetentionPassMs: r.lastPassMs,
+        lastRetentionPassDurationMs: r.lastPassDurationMs,
+        rollupLagRows: rollups.lagRows(),
+      };
+    },
+    async close() {
+      clearInterval(rollupTimer);
+      clearInterval(retentionTimer);
+      clearTimeout(firstPrune);
+      await rollups.idle();
+      await pruning.idle();
+      await changes?.close();
+      await db.close();
+    },
+  };
+}
+
+/**
+ * Counts the admin changes to principals announced on `DIRECTORY_CHANNEL` by any process or instance (the
+ * admin CLI, another instance): the principal directory reloads when the count moves. A lost connection is
+ * reopened, and counted as a change, since announcements may have been missed meanwhile.
+ */
+async function listenForChanges(db: PgDatabase) {
+  let version = 0;
+  let client: pg.PoolClient | undefined;
+  let closed = false;
+  const connect = async (): Promise<void> => {
+    const c = await db.pool.connect();
+    c.on('notification', () => {
+      version++;
+    });
+    c.on('error', () => {
+      c.release(true);
+      if (client === c) client = undefined;
+      version++;
+      if (!closed) setTimeout(() => void connect().catch(() => undefined), 1_000).unref();
+    });
+    await c.query(`LISTEN ${DIRECTORY_CHANNEL}`);
+    client = c;
+  };
+  await connect();
+  return {
+    version: () => version,
+    async close() {
+      closed = true;
+      client?.release(true);
+      client = undefined;
+    },
+  };
+}
