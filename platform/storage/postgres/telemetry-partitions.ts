@@ -74,16 +74,16 @@ export function createTelemetryPartitions(
 
   return {
     async ensure(tsMs) {
-      let missing: Set<number> | undefined;
+      const missing = new Set<number>();
       const t = now();
       const from = Math.floor(t / DAY_MS) * DAY_MS - pastDays * DAY_MS;
       const to = Math.floor(t / DAY_MS) * DAY_MS + FUTURE_DAYS * DAY_MS;
       for (const ts of tsMs) {
         const day = Math.floor(ts / DAY_MS) * DAY_MS;
         if (day < from || day > to || known.has(day)) continue;
-        (missing ??= new Set()).add(day);
+        missing.add(day);
       }
-      if (!missing) return;
+      if (missing.size === 0) return;
       await load();
       for (const day of missing) if (!known.has(day)) await create(day);
     },
