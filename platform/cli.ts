@@ -1,13 +1,18 @@
 #!/usr/bin/env node
 import './supported-node.js';
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ConfigError, type RunningPlatform, startServing } from './serve.js';
+import {
+  DATABASE_ENV,
+  type DatabaseChoice,
+  describeChoice,
+  hasDeployment,
+  openStore,
+  parseDatabaseChoice,
+} from './storage/open-store.js';
 import { DEFAULT_RETENTION } from './storage/retention-policy.js';
-import { createSqliteStore, DATABASE_FILE } from './storage/sqlite/store.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 
@@ -28,14 +33,19 @@ function print(json: boolean | undefined, data: unknown, human: string): void {
   process.stdout.write(json ? `${JSON.stringify(data)}\n` : `${human}\n`);
 }
 
-/** False only when the database is missing: other faults (permissions, not a directory) are reported below. */
-function hasDatabase(dataDir: string): boolean {
-  try {
-    statSync(join(dataDir, DATABASE_FILE));
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
-  }
+/** `--database`, on `serve` and every admin command (DESIGN.md §11, §12). */
+function databaseOption(): Option {
+  return new Option(
+    '--database <db>',
+    `sqlite (DIR/platform.sqlite) or a postgres:// URL (or set ${DATABASE_ENV}, which keeps a password out of the process list)`,
+  )
+    .env(DATABASE_ENV)
+    .default({ kind: 'sqlite' } satisfies DatabaseChoice, 'sqlite')
+    .argParser((value: string) => {
+      const choice = parseDatabaseChoice(value);
+      if (!choice) throw new InvalidArgumentError('must be sqlite or a postgres:// URL');
+      return choice;
+    });
 }
 
 /**
@@ -44,17 +54,24 @@ function hasDatabase(dataDir: string): boolean {
  * mistyped `--data-dir` says so instead of answering from (and leaving behind) an empty deployment.
  */
 async function withStore<T>(
-  dataDir: string,
+  o: { dataDir: string; database: DatabaseChoice },
   fn: (store: Store) => Promise<T>,
   { create = false }: { create?: boolean } = {},
 ): Promise<T> {
-  if (!create && !hasDatabase(dataDir))
+  const { dataDir, database } = o;
+  if (!create && !hasDeployment(database, dataDir)) {
+    const missing = database.kind === 'sqlite' ? describeChoice(database, dataDir) : 'keys/platform.key';
     throw new UserError(
-      `no platform deployment in ${dataDir} (no ${DATABASE_FILE}): check --data-dir; ` +
+      `no platform deployment in ${dataDir} (no ${missing}): check --data-dir; ` +
         "'operators create' or 'serve' creates one",
     );
+  }
   ensureWritableDataDir(dataDir);
-  const store = createSqliteStore(dataDir, loadOrCreatePlatformKeys(dataDir));
+  const store = await openStore(database, dataDir, loadOrCreatePlatformKeys(dataDir)).catch(
+    (err: unknown) => {
+      throw asDataDirError(dataDir, err);
+    },
+  );
   try {
     return await fn(store);
   } catch (err) {
@@ -98,7 +115,8 @@ const program = new Command('charger-platform')
 program
   .command('serve')
   .description('Serve both API surfaces over HTTPS')
-  .requiredOption('--data-dir <dir>', 'data directory (database, keys, TLS material)')
+  .requiredOption('--data-dir <dir>', 'data directory (keys, TLS material, and the SQLite database)')
+  .addOption(databaseOption())
   .option('--host <host>', 'address to listen on', '127.0.0.1')
   .option('--port <port>', 'port to listen on (0 picks a free one)', integer(0, 65535), 8443)
   .addOption(
@@ -147,6 +165,7 @@ program
         rollupDays: o.retentionRollupDays,
       },
       dataDir: o.dataDir,
+      database: o.database,
       host: o.host,
       port: o.port,
       env: o.env,
@@ -182,20 +201,22 @@ const operators = program.command('operators').description('Manage operators (te
 operators
   .command('create')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--name <name>')
   .option('--json', 'machine-readable output')
   .action(async (o) => {
     const name = String(o.name).trim();
     if (!name) throw new UserError('--name must not be empty');
-    const op = await withStore(o.dataDir, (s) => s.createOperator(name), { create: true });
+    const op = await withStore(o, (s) => s.createOperator(name), { create: true });
     print(o.json, { operator_id: op.operator_id }, `created operator ${op.operator_id} (${op.name})`);
   });
 operators
   .command('list')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .option('--json', 'machine-readable output')
   .action(async (o) => {
-    const list = await withStore(o.dataDir, (s) => s.listOperators());
+    const list = await withStore(o, (s) => s.listOperators());
     print(o.json, list, list.map((x) => `${x.operator_id}\t${x.name}`).join('\n') || '(no operators)');
   });
 
@@ -203,13 +224,14 @@ const sites = program.command('sites').description('Manage sites');
 sites
   .command('create')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--operator <id>')
   .requiredOption('--name <name>')
   .option('--timezone <tz>', 'IANA timezone', 'UTC')
   .option('--json', 'machine-readable output')
   .action(async (o) => {
     if (!isIanaTimezone(o.timezone)) throw new UserError(`unknown timezone ${o.timezone}`);
-    const site = await withStore(o.dataDir, async (s) => {
+    const site = await withStore(o, async (s) => {
       if (!(await s.getOperator(o.operator))) throw new UserError(`no operator ${o.operator}`);
       return s.createSite({ operator_id: o.operator, name: o.name, timezone: o.timezone });
     });
@@ -218,10 +240,11 @@ sites
 sites
   .command('list')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .option('--operator <id>')
   .option('--json', 'machine-readable output')
   .action(async (o) => {
-    const list = await withStore(o.dataDir, (s) => s.listSites(o.operator));
+    const list = await withStore(o, (s) => s.listSites(o.operator));
     print(
       o.json,
       list.map(({ site_id, operator_id, name }) => ({ site_id, operator_id, name })),
@@ -233,6 +256,7 @@ const clients = program.command('clients').description('Manage API clients');
 clients
   .command('create')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--operator <ids>', 'operator id, or several separated by commas')
   .requiredOption('--scopes <scopes>', 'read, write or read,write')
   .option('--require-signature', 'the client must sign every write request (HMAC, X-Signature)')
@@ -253,7 +277,7 @@ clients
       throw new UserError('--scopes must be read, write or read,write');
     }
     if (operatorIds.length === 0) throw new UserError('--operator needs at least one operator id');
-    const { client, secret } = await withStore(o.dataDir, async (s) => {
+    const { client, secret } = await withStore(o, async (s) => {
       for (const id of operatorIds) if (!(await s.getOperator(id))) throw new UserError(`no operator ${id}`);
       const created = await s.createClient({ operator_ids: operatorIds, scopes: scopes as Scope[] });
       if (o.requireSignature) await s.setRequireSignature('client', created.client.client_id, true);
@@ -271,10 +295,11 @@ clients
   .command('require-signature')
   .description('require (or with --off, stop requiring) HMAC signatures on the client’s write requests')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--client <id>')
   .option('--off', 'signatures become optional again')
   .action(async (o) => {
-    const done = await withStore(o.dataDir, (s) => s.setRequireSignature('client', o.client, !o.off));
+    const done = await withStore(o, (s) => s.setRequireSignature('client', o.client, !o.off));
     if (!done) throw new UserError(`no client ${o.client}`);
     process.stdout.write(`client ${o.client} ${o.off ? 'may sign' : 'must sign'} write requests\n`);
   });
@@ -284,10 +309,11 @@ devices
   .command('require-signature')
   .description('require (or with --off, stop requiring) HMAC signatures on the charger’s write requests')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--device <id>')
   .option('--off', 'signatures become optional again')
   .action(async (o) => {
-    const done = await withStore(o.dataDir, (s) => s.setRequireSignature('device', o.device, !o.off));
+    const done = await withStore(o, (s) => s.setRequireSignature('device', o.device, !o.off));
     if (!done) throw new UserError(`no device ${o.device}`);
     process.stdout.write(`device ${o.device} ${o.off ? 'may sign' : 'must sign'} write requests\n`);
   });
@@ -295,19 +321,21 @@ devices
   .command('allow')
   .description('add a serial number to the registration allowlist')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--sn <sn>')
   .action(async (o) => {
-    await withStore(o.dataDir, (s) => s.allowSerial(o.sn));
+    await withStore(o, (s) => s.allowSerial(o.sn));
     process.stdout.write(`serial ${o.sn} may register\n`);
   });
 devices
   .command('assign')
   .description('put a charger in a site')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--device <id>')
   .requiredOption('--site <id>')
   .action(async (o) => {
-    await withStore(o.dataDir, async (s) => {
+    await withStore(o, async (s) => {
       if (!(await s.getSite(o.site))) throw new UserError(`no site ${o.site}`);
       if (!(await s.assignDevice(o.device, o.site))) throw new UserError(`no device ${o.device}`);
     });
@@ -317,9 +345,10 @@ devices
   .command('reset')
   .description('revoke a charger’s secret and tokens so that its serial number may register again')
   .requiredOption('--data-dir <dir>')
+  .addOption(databaseOption())
   .requiredOption('--device <id>')
   .action(async (o) => {
-    const done = await withStore(o.dataDir, (s) => s.resetDevice(o.device));
+    const done = await withStore(o, (s) => s.resetDevice(o.device));
     if (!done) throw new UserError(`no device ${o.device}`);
     process.stdout.write(`device ${o.device} reset: its credentials are revoked and it may register again\n`);
   });

@@ -2,8 +2,8 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
 import { buildPlatform, type Platform } from './server.js';
+import { type DatabaseChoice, describeChoice, openStore, PlatformKeyMismatch } from './storage/open-store.js';
 import type { RetentionPolicy } from './storage/retention-policy.js';
-import { createSqliteStore } from './storage/sqlite/store.js';
 import {
   asDataDirError,
   DataDirError,
@@ -15,6 +15,8 @@ import { ensureSelfSignedCertificate, loadCertificate, type TlsMaterial } from '
 
 export interface ServeOptions {
   dataDir: string;
+  /** Default: SQLite in the data directory. */
+  database?: DatabaseChoice | undefined;
   host: string;
   port: number;
   env: 'production' | 'sandbox';
@@ -52,20 +54,29 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
   // A read-only or unwritable data directory fails here, naming it, before anything is opened.
   ensureWritableDataDir(opts.dataDir);
   const keys = loadOrCreatePlatformKeys(opts.dataDir);
-  const store = createSqliteStore(opts.dataDir, keys, Date.now, {
-    backgroundCheckpoints: true,
+  const database = opts.database ?? { kind: 'sqlite' };
+  const store = await openStore(database, opts.dataDir, keys, {
+    server: true,
     ...(opts.retention ? { retention: opts.retention } : {}),
     onCheckpointerFailure: (message) =>
       process.stderr.write(`warning: WAL checkpoints fall back to SQLite's own: ${message}\n`),
     onReaderFailure: (message) =>
       process.stderr.write(`warning: operator reads fall back to the main connection: ${message}\n`),
+  }).catch((err: unknown) => {
+    if (err instanceof PlatformKeyMismatch) throw new ConfigError(err.message);
+    if (database.kind === 'postgres' && !(err instanceof DataDirError)) {
+      throw new ConfigError(
+        `cannot use ${describeChoice(database, opts.dataDir)}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    throw asDataDirError(opts.dataDir, err);
   });
   try {
     // Sandbox and production are separate deployments: one data directory never serves both.
     const recorded = await store.getSetting(ENV_SETTING);
     if (recorded && recorded !== opts.env) {
       throw new ConfigError(
-        `data directory ${opts.dataDir} belongs to the ${recorded} environment, not ${opts.env}`,
+        `${database.kind === 'sqlite' ? `data directory ${opts.dataDir}` : describeChoice(database, opts.dataDir)} belongs to the ${recorded} environment, not ${opts.env}`,
       );
     }
     if (!recorded) await store.setSetting(ENV_SETTING, opts.env);

@@ -19,12 +19,44 @@ export interface StorageFault {
  * SQLITE_CANTOPEN* (better-sqlite3's `SqliteError.code` carries the extended code, e.g. SQLITE_IOERR_WRITE).
  */
 export function storageFaultOf(err: unknown): StorageFault | undefined {
-  if (!(err instanceof Database.SqliteError)) return undefined;
+  if (!(err instanceof Database.SqliteError)) return postgresFaultOf(err);
   const code = err.code;
   if (code === 'SQLITE_FULL') return { kind: 'full', code };
   if (code.startsWith('SQLITE_READONLY')) return { kind: 'read_only', code };
   if (code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN'))
     return { kind: 'unavailable', code };
+  return undefined;
+}
+
+/** Network errors of the PostgreSQL connection, as Node reports them. */
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+]);
+/** What `pg` throws, by message, when the server is gone or the pool cannot connect in time. */
+const CONNECTION_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * The storage fault a PostgreSQL error stands for: the server unreachable or shutting down (SQLSTATE class 08,
+ * 57P01–57P03), out of disk (53100) or other resources (53), in read-only mode (25006). A constraint or
+ * syntax error is a bug, not a fault.
+ */
+function postgresFaultOf(err: unknown): StorageFault | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code === '53100') return { kind: 'full', code };
+    if (code === '25006') return { kind: 'read_only', code };
+    if (code.startsWith('08') || code.startsWith('53') || /^57P0[123]$/.test(code))
+      return { kind: 'unavailable', code };
+    if (CONNECTION_ERRNOS.has(code)) return { kind: 'unavailable', code };
+  }
+  if (CONNECTION_MESSAGES.test(err.message)) return { kind: 'unavailable', code: 'PG_CONNECTION' };
   return undefined;
 }
 

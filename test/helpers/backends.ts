@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,16 +25,59 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A new, empty PostgreSQL database, dropped (with its connections) by `drop`. */
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `cp_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${name}`);
+/**
+ * Every database a test run creates is named after the run (`test/global-setup.ts` sets the id and drops the
+ * run's databases at the end), so that runs side by side never drop each other's.
+ */
+const RUN_ID = process.env.CP_TEST_RUN ?? 'adhoc';
+export const TEST_DATABASE_PREFIX = `cp_test_${RUN_ID}_`;
+
+function urlOf(name: string): string {
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
+  return url.toString();
+}
+
+/** A new, empty PostgreSQL database, dropped (with its connections) by `drop`. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `${TEST_DATABASE_PREFIX}${randomBytes(6).toString('hex')}`;
+  await adminQuery(`CREATE DATABASE ${name}`);
+  return { url: urlOf(name), drop: () => dropDatabase(name) };
+}
+
+/**
+ * The database that belongs to a data directory in PostgreSQL runs: the same on every start and every admin
+ * command with that directory (a platform restarted on its data keeps its data), created on first use.
+ */
+export async function databaseForDataDir(dataDir: string): Promise<string> {
+  const name = `${TEST_DATABASE_PREFIX}d${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`;
+  try {
+    await adminQuery(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    // 42P04: created by an earlier start or command; 23505: by one running at the same moment.
+    const code = (err as { code?: string }).code;
+    if (code !== '42P04' && code !== '23505') throw err;
+  }
+  return urlOf(name);
+}
+
+export function dropDatabase(name: string): Promise<void> {
+  return adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+/** The names of the databases whose names start with `prefix`. */
+export async function listDatabases(prefix: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await client.connect();
+  try {
+    const res = await client.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE starts_with(datname, $1)',
+      [prefix],
+    );
+    return res.rows.map((r) => r.datname);
+  } finally {
+    await client.end();
+  }
 }
 
 async function adminQuery(sql: string): Promise<void> {

@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { databaseForDataDir, TEST_BACKEND } from './backends.js';
 
 /**
  * Drives the BUILT command-line programs (DESIGN.md §11) as separate processes, the way operators, CI and
@@ -34,11 +35,25 @@ function childEnv(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...extra };
 }
 
+/**
+ * In PostgreSQL runs (`TEST_DATABASE=postgres`), a platform command with a data directory also gets
+ * `--database` with that directory's own database (`backends.ts`), unless it names one itself.
+ */
+async function withTestDatabase(args: string[], script: string): Promise<string[]> {
+  if (TEST_BACKEND !== 'postgres' || script !== PLATFORM_CLI || args.includes('--database')) return args;
+  const i = args.indexOf('--data-dir');
+  const dataDir = i >= 0 ? args[i + 1] : undefined;
+  if (dataDir === undefined) return args;
+  return [...args, '--database', await databaseForDataDir(resolve(REPO_ROOT, dataDir))];
+}
+
 /** Runs `node dist/platform/cli.js ...args` to completion and captures everything it printed. */
-export function runCli(args: string[], opts: RunOptions = {}): Promise<CliResult> {
+export async function runCli(args: string[], opts: RunOptions = {}): Promise<CliResult> {
   const timeoutMs = opts.timeoutMs ?? 20_000;
+  const script = opts.script ?? PLATFORM_CLI;
+  const fullArgs = await withTestDatabase(args, script);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.script ?? PLATFORM_CLI, ...args], {
+    const child = spawn(process.execPath, [script, ...fullArgs], {
       cwd: opts.cwd ?? REPO_ROOT,
       env: childEnv(opts.env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,9 +126,12 @@ const SANDBOX_DEVICE = /\/v1\/operator\/devices\/(dev_[A-Za-z0-9_-]+)/;
  * Starts `serve` and resolves once its banner is printed. `--port 0 --log-level warn` are added unless `args`
  * name a port or a log level. Rejects (with the captured stderr) if the process exits first.
  */
-export function spawnServe(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}) {
+export async function spawnServe(
+  args: string[],
+  opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<ServeProcess> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const full = ['serve', ...args];
+  const full = await withTestDatabase(['serve', ...args], PLATFORM_CLI);
   if (!args.includes('--port')) full.push('--port', '0');
   if (!args.includes('--log-level')) full.push('--log-level', 'warn');
   const child = spawn(process.execPath, [PLATFORM_CLI, ...full], {

@@ -5,10 +5,11 @@ import { Agent, request as undiciRequest } from 'undici';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
 import { buildPlatform, type Platform } from '../../platform/server.js';
-import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
+import { openStore } from '../../platform/storage/open-store.js';
 import type { Store } from '../../platform/storage/store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 import type { Scope } from '../../shared/index.js';
+import { databaseForDataDir, TEST_BACKEND } from './backends.js';
 
 export interface HttpResult {
   status: number;
@@ -84,7 +85,10 @@ export interface TestPlatform {
   stop(): Promise<void>;
 }
 
-/** A real platform over real HTTPS on an ephemeral loopback port, on a fresh SQLite data directory. */
+/**
+ * A real platform over real HTTPS on an ephemeral loopback port, on a fresh data directory: SQLite, or in
+ * PostgreSQL runs (`TEST_DATABASE=postgres`) a database of its own beside it.
+ */
 export async function startTestPlatform(
   opts: {
     /** Capture logs (pino JSON lines) at this level into `logs`. */
@@ -104,8 +108,15 @@ export async function startTestPlatform(
   const logs: string[] = [];
   let offset = 0;
   const now = () => Date.now() + offset;
-  // As `serve` runs it: WAL checkpoints in their worker thread.
-  const store = createSqliteStore(dataDir, keys, now, { backgroundCheckpoints: true });
+  // As `serve` runs it (on SQLite: WAL checkpoints and reads in worker threads), on the backend of this run.
+  const store = await openStore(
+    TEST_BACKEND === 'postgres'
+      ? { kind: 'postgres', url: await databaseForDataDir(dataDir) }
+      : { kind: 'sqlite' },
+    dataDir,
+    keys,
+    { now, server: true },
+  );
   const platform = await buildPlatform({
     env: 'production',
     registration: opts.registration ?? 'open',
