@@ -1,14 +1,181 @@
+import type { Scope } from '../../../shared/index.js';
+import { newId, newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
-import type { OperatorDirectory } from '../store.js';
-import type { PgDatabase } from './database.js';
+import type { ClientEntry, DeviceEntry } from '../../principal-directory.js';
+import type { ClientRow, OperatorDirectory, OperatorRow, SiteRow } from '../store.js';
+import { notifyDirectoryChange, type PgDatabase } from './database.js';
+
+/** What the principal directory holds of a device: its credentials, signing and tenancy. */
+const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.require_signature, d.site_id,
+  s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
+const SITE_COLUMNS = 'site_id, operator_id, name, timezone';
+
+interface RawClient {
+  client_id: string;
+  secret_sealed: string;
+  scopes: string;
+}
 
 /** Operators, sites and clients, the principal directory's rows, and settings, on PostgreSQL. */
 export function createPgDirectory(
-  _db: PgDatabase,
-  _keys: PlatformKeys,
-  _now: () => number,
+  db: PgDatabase,
+  keys: PlatformKeys,
+  now: () => number,
 ): Omit<OperatorDirectory, 'externalChangeVersion'> {
-  return new Proxy({} as Omit<OperatorDirectory, 'externalChangeVersion'>, {
-    get: () => () => Promise.reject(new Error('not implemented')),
-  });
+  const operatorsOfClient = async (clientId: string): Promise<string[]> =>
+    (
+      await db.query<{ operator_id: string }>(
+        'SELECT operator_id FROM client_operators WHERE client_id = $1 ORDER BY operator_id',
+        [clientId],
+      )
+    ).map((r) => r.operator_id);
+
+  return {
+    async createOperator(name) {
+      const row: OperatorRow = { operator_id: newId('op'), name };
+      await db.query('INSERT INTO operators (operator_id, name, created_ms) VALUES ($1, $2, $3)', [
+        row.operator_id,
+        name,
+        now(),
+      ]);
+      return row;
+    },
+    async listOperators() {
+      return db.query<OperatorRow>(
+        'SELECT operator_id, name FROM operators ORDER BY created_ms, operator_id',
+      );
+    },
+    async getOperator(operatorId) {
+      const rows = await db.query<OperatorRow>(
+        'SELECT operator_id, name FROM operators WHERE operator_id = $1',
+        [operatorId],
+      );
+      return rows[0];
+    },
+    async createSite({ operator_id, name, timezone, site_id }) {
+      const row: SiteRow = { site_id: site_id ?? newId('site'), operator_id, name, timezone };
+      await db.query(
+        'INSERT INTO sites (site_id, operator_id, name, timezone, created_ms) VALUES ($1, $2, $3, $4, $5)',
+        [row.site_id, operator_id, name, timezone, now()],
+      );
+      return row;
+    },
+    async listSites(operatorId) {
+      return operatorId
+        ? db.query<SiteRow>(
+            `SELECT ${SITE_COLUMNS} FROM sites WHERE operator_id = $1 ORDER BY created_ms, site_id`,
+            [operatorId],
+          )
+        : db.query<SiteRow>(`SELECT ${SITE_COLUMNS} FROM sites ORDER BY created_ms, site_id`);
+    },
+    async getSite(siteId) {
+      const rows = await db.query<SiteRow>(`SELECT ${SITE_COLUMNS} FROM sites WHERE site_id = $1`, [siteId]);
+      return rows[0];
+    },
+    async createClient({ operator_ids, scopes }) {
+      const secret = newSecret();
+      const client_id = newId('cli');
+      const sealed = keys.sealSecret(secret);
+      const ops = [...new Set(operator_ids)];
+      await db.tx(async (sql) => {
+        await sql.query(
+          'INSERT INTO clients (client_id, secret_sealed, scopes, created_ms) VALUES ($1, $2, $3, $4)',
+          [client_id, sealed, scopes.join(','), now()],
+        );
+        await sql.query(
+          'INSERT INTO client_operators (client_id, operator_id) SELECT $1, unnest($2::text[])',
+          [client_id, ops],
+        );
+        await notifyDirectoryChange(sql);
+      });
+      return { client: { client_id, secret_sealed: sealed, scopes, operator_ids: ops }, secret };
+    },
+    async getClient(clientId) {
+      const rows = await db.query<RawClient>(
+        'SELECT client_id, secret_sealed, scopes FROM clients WHERE client_id = $1',
+        [clientId],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      const client: ClientRow = {
+        ...row,
+        scopes: row.scopes.split(',') as Scope[],
+        operator_ids: await operatorsOfClient(clientId),
+      };
+      return client;
+    },
+    async loadDirectory() {
+      // One snapshot: a client and its operators, a device and its site, as of the same moment.
+      return db.tx(async (sql) => {
+        const devices = await sql.query<DeviceEntry>(DIRECTORY_DEVICE_SQL);
+        const clients = await sql.query<ClientEntry>(
+          `SELECT c.client_id, c.secret_sealed, c.require_signature,
+             COALESCE(array_agg(o.operator_id ORDER BY o.operator_id)
+               FILTER (WHERE o.operator_id IS NOT NULL), '{}') AS operator_ids
+           FROM clients c LEFT JOIN client_operators o ON o.client_id = c.client_id
+           GROUP BY c.client_id`,
+        );
+        return { devices, clients };
+      });
+    },
+    async loadDeviceEntry(deviceId) {
+      const rows = await db.query<DeviceEntry>(`${DIRECTORY_DEVICE_SQL} WHERE d.device_id = $1`, [deviceId]);
+      return rows[0];
+    },
+    async loadClientEntry(clientId) {
+      const rows = await db.query<Omit<ClientEntry, 'operator_ids'>>(
+        'SELECT client_id, secret_sealed, require_signature FROM clients WHERE client_id = $1',
+        [clientId],
+      );
+      const c = rows[0];
+      if (!c) return undefined;
+      return { ...c, operator_ids: await operatorsOfClient(clientId) };
+    },
+    async setRequireSignature(kind, id, required) {
+      const text =
+        kind === 'client'
+          ? 'UPDATE clients SET require_signature = $1 WHERE client_id = $2 RETURNING 1'
+          : 'UPDATE devices SET require_signature = $1 WHERE device_id = $2 RETURNING 1';
+      return db.tx(async (sql) => {
+        const changed = (await sql.query(text, [required, id])).length === 1;
+        if (changed) await notifyDirectoryChange(sql);
+        return changed;
+      });
+    },
+    async listSitesFor(operatorIds, page, size) {
+      if (operatorIds.length === 0) return { total: 0, page, size, items: [] };
+      const ops = [...operatorIds];
+      // Total and page in one statement: the count is a window over the whole filtered set.
+      const rows = await db.query<SiteRow & { device_count: number; total: number }>(
+        `SELECT s.site_id, s.operator_id, s.name, s.timezone,
+           (SELECT COUNT(*) FROM devices d WHERE d.site_id = s.site_id) AS device_count,
+           COUNT(*) OVER () AS total
+         FROM sites s WHERE s.operator_id = ANY($1::text[])
+         ORDER BY s.created_ms, s.site_id LIMIT $2 OFFSET $3`,
+        [ops, size, (page - 1) * size],
+      );
+      const total = rows[0]?.total ?? (await countSites(db, ops));
+      const items = rows.map(({ total: _total, ...site }) => site);
+      return { total, page, size, items };
+    },
+    async getSetting(key) {
+      const rows = await db.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [key]);
+      return rows[0]?.value;
+    },
+    async setSetting(key, value) {
+      await db.query(
+        'INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        [key, value],
+      );
+    },
+  };
+}
+
+/** The total when the page asked for lies past the end (no row carries the window count). */
+async function countSites(db: PgDatabase, operatorIds: string[]): Promise<number> {
+  const rows = await db.query<{ n: number }>(
+    'SELECT COUNT(*) AS n FROM sites WHERE operator_id = ANY($1::text[])',
+    [operatorIds],
+  );
+  return rows[0]?.n ?? 0;
 }
