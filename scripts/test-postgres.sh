@@ -22,4 +22,5 @@ exec npx --no-install vitest run test/integration/ \
   --exclude test/integration/storage-migrations.test.ts \
   --exclude test/integration/sqlite-reader.test.ts \
   --exclude test/integration/store-write-locks.test.ts \
+  --exclude test/integration/platform-faults.test.ts \
   "$@"

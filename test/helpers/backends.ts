@@ -147,3 +147,13 @@ export async function openTestStore(
     },
   };
 }
+
+/**
+ * Another connection to the deployment in `dataDir`, as the admin CLI opens it: its SQLite file, or in
+ * PostgreSQL runs the data directory's database (`databaseForDataDir`).
+ */
+export async function openStoreForDataDir(dataDir: string): Promise<Store> {
+  const keys = loadOrCreatePlatformKeys(dataDir);
+  if (TEST_BACKEND === 'sqlite') return createSqliteStore(dataDir, keys);
+  return createPostgresStore(await databaseForDataDir(dataDir), keys);
+}

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
+import { openStoreForDataDir } from '../helpers/backends.js';
 import {
   createTenant,
   expectError,
@@ -996,7 +995,7 @@ describe('device reset (admin CLI: another connection to the same database)', ()
     expectError(await register(registration({ sn: serialNumber })), 409, 4001);
 
     // Reset through a second SQLite connection, as `charger-platform devices reset` does from its own process.
-    const admin = createSqliteStore(tp.dataDir, loadOrCreatePlatformKeys(tp.dataDir));
+    const admin = await openStoreForDataDir(tp.dataDir);
     try {
       expect(await admin.resetDevice(d.deviceId)).toBe(true);
     } finally {
@@ -1053,7 +1052,7 @@ describe('device reset (admin CLI: another connection to the same database)', ()
   });
 
   it('resetting an unknown device changes nothing', async () => {
-    const admin = createSqliteStore(tp.dataDir, loadOrCreatePlatformKeys(tp.dataDir));
+    const admin = await openStoreForDataDir(tp.dataDir);
     try {
       expect(await admin.resetDevice('dev_00000000000000000000')).toBe(false);
     } finally {

@@ -4,10 +4,9 @@ import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
 import { createWriteBatcher } from '../../platform/storage/sqlite/write-batcher.js';
 import { createSeededRandom } from '../../simulators/seeded-random.js';
+import { openStoreForDataDir } from '../helpers/backends.js';
 import {
   pollUntil,
   runCli,
@@ -1280,7 +1279,7 @@ describe('regressions found by the load above', () => {
     // Under load the heartbeat reads its time, waits for its group-committed write, and meanwhile an operator
     // queues a command that it then delivers: the history had `delivered` before `queued` in time.
     const dir = await dirs.make();
-    const store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+    const store = await openStoreForDataDir(dir);
     try {
       const [cmd] = await store.enqueueCommands(
         [{ device_id: 'dev_race', command: 'stop', params: {}, expiry_ms: 10_000_000 }],
