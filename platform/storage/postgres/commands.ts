@@ -95,7 +95,7 @@ async function insertCommands(
 /**
  * Moves every command `lockedSql` selects to `status` with `reason` at `nowMs`, with its history entry, in
  * one statement. `lockedSql` must select `command_id, reason` ordered by command id `FOR UPDATE`: rows are
- * locked in one order everywhere (no deadlocks between instances), and a row changed meanwhile is re-checked
+ * locked in one order by every statement here that locks several (none deadlocks another), and a row changed meanwhile is re-checked
  * against its condition before it moves. Returns the moved rows, with the reason they had before.
  */
 async function moveLocked(

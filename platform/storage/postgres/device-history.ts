@@ -9,9 +9,11 @@ export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
     async insertEvents(deviceId, events, nowMs) {
       if (events.length === 0) return { accepted: 0, duplicates: 0 };
       // One statement, rows in upload order (ids break ties of equal timestamps when listing, as SQLite's
-      // rowids do); an event id already stored for the charger, or repeated in the upload, is skipped.
-      const [row] = await db.query<{ n: number }>(
-        `WITH input AS (
+      // rowids do); an event id already stored for the charger, or repeated in the upload, is skipped. In a
+      // transaction only so that `tx` retries it: two overlapping uploads in different orders can deadlock.
+      const [row] = await db.tx((sql) =>
+        sql.query<{ n: number }>(
+          `WITH input AS (
            SELECT x.ord, e.* FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(doc, ord),
              jsonb_to_record(x.doc) AS e(event_id text, kind text, severity text, connector_id integer,
                ts_ms bigint, message text, data jsonb)
@@ -22,7 +24,8 @@ export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
            ON CONFLICT (device_id, event_id) DO NOTHING
            RETURNING 1
          ) SELECT COUNT(*) AS n FROM inserted`,
-        [deviceId, JSON.stringify(events), nowMs],
+          [deviceId, JSON.stringify(events), nowMs],
+        ),
       );
       const accepted = row?.n ?? 0;
       return { accepted, duplicates: events.length - accepted };

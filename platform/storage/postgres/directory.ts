@@ -105,18 +105,18 @@ export function createPgDirectory(
       return client;
     },
     async loadDirectory() {
-      // One snapshot: a client and its operators, a device and its site, as of the same moment.
-      return db.tx(async (sql) => {
-        const devices = await sql.query<DeviceEntry>(DIRECTORY_DEVICE_SQL);
-        const clients = await sql.query<ClientEntry>(
+      // Devices and clients are independent: read side by side, on two connections.
+      const [devices, clients] = await Promise.all([
+        db.query<DeviceEntry>(DIRECTORY_DEVICE_SQL),
+        db.query<ClientEntry>(
           `SELECT c.client_id, c.secret_sealed, c.require_signature,
              COALESCE(array_agg(o.operator_id ORDER BY o.operator_id)
                FILTER (WHERE o.operator_id IS NOT NULL), '{}') AS operator_ids
            FROM clients c LEFT JOIN client_operators o ON o.client_id = c.client_id
            GROUP BY c.client_id`,
-        );
-        return { devices, clients };
-      });
+        ),
+      ]);
+      return { devices, clients };
     },
     async loadDeviceEntry(deviceId) {
       const rows = await db.query<DeviceEntry>(`${DIRECTORY_DEVICE_SQL} WHERE d.device_id = $1`, [deviceId]);
