@@ -12,3 +12,20 @@ export interface RetentionPolicy {
 }
 
 export const DEFAULT_RETENTION: RetentionPolicy = { telemetryDays: 30, historyDays: 180, rollupDays: 1830 };
+
+/** What retention deletes and counts, by kind (both backends). */
+export type PrunedKind =
+  | 'telemetry'
+  | 'device_events'
+  | 'firmware_status'
+  | 'commands'
+  | 'controls'
+  | 'energy_rollups';
+
+export interface RetentionStats {
+  /** Rows deleted since start, by kind. */
+  pruned: Record<PrunedKind, number>;
+  passes: number;
+  lastPassMs: number | null;
+  lastPassDurationMs: number | null;
+}

@@ -1,29 +1,28 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import fc from 'fast-check';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accumulateEnergy, bucketsInOrder, type PowerSample } from '../../platform/domain/energy.js';
 import { ROLLUP_MS, rollupAlignedRange } from '../../platform/domain/energy-rollup.js';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
-import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
+import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
+import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
 
 /**
- * Rollups against the integration of the raw samples, on the real SQLite store: random streams of two
- * connectors with gaps (some over the 5-minute limit), powers of both signs or none, uploaded in batches that
- * come late and out of order, with duplicates, and energy read between them (so that rollups exist before the
- * late data arrives and must be recomputed).
+ * Rollups against the integration of the raw samples, on the real store of each backend: random streams of
+ * two connectors with gaps (some over the 5-minute limit), powers of both signs or none, uploaded in batches
+ * that come late and out of order, with duplicates, and energy read between them (so that rollups exist before
+ * the late data arrives and must be recomputed). On PostgreSQL, also rows committed out of transaction order.
  */
 const T0 = Date.UTC(2026, 2, 1, 9, 7, 0);
 const iso = (ms: number) => new Date(ms).toISOString();
+/** Property runs per backend: PostgreSQL pays round trips per batch (and a throw-away database). */
+const RUNS: Record<Backend, number> = { sqlite: 150, postgres: 100 };
 
-let dir: string;
-let store: Store;
 let deviceCounter = 0;
 /** A registered charger: telemetry's live state is written out to its connectors. */
-async function newDevice(): Promise<string> {
+async function newDevice(store: Store): Promise<string> {
   const sn = `SN-PROP-${++deviceCounter}`;
   const outcome = await store.registerDevice(
     { sn, model: 'M', manufacturer: 'X', firmware_version: '1' },
@@ -32,15 +31,6 @@ async function newDevice(): Promise<string> {
   if (outcome.kind !== 'registered') throw new Error(outcome.kind);
   return outcome.device.device_id;
 }
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cp-rollups-'));
-  // The platform's clock a day after the samples: well inside raw telemetry's retention window.
-  store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir), () => T0 + 86_400_000);
-});
-afterAll(async () => {
-  await store.close();
-  await rm(dir, { recursive: true, force: true });
-});
 
 const record = (s: PowerSample): TelemetryRecord => ({
   timestamp: iso(s.ts_ms),
@@ -61,13 +51,22 @@ function stored(batches: PowerSample[][]): PowerSample[] {
   return [...seen.values()].sort((a, b) => a.ts_ms - b.ts_ms || a.connector_id - b.connector_id);
 }
 
-async function check(batches: PowerSample[][], readAfter: ReadonlySet<number>, intervalMs: number) {
-  const deviceId = await newDevice();
+async function check(
+  store: Store,
+  batches: PowerSample[][],
+  readAfter: ReadonlySet<number>,
+  intervalMs: number,
+) {
+  const deviceId = await newDevice(store);
   for (const [i, batch] of batches.entries()) {
     await store.recordTelemetry(deviceId, batch.map(record), T0);
     if (readAfter.has(i)) await store.energyBuckets([deviceId], T0 - ROLLUP_MS, T0 + ROLLUP_MS, ROLLUP_MS);
   }
-  const raw = stored(batches);
+  await expectIntegrated(store, deviceId, stored(batches), intervalMs);
+}
+
+/** The store's energy series of the device equals the integration of `raw` (time order). */
+async function expectIntegrated(store: Store, deviceId: string, raw: PowerSample[], intervalMs: number) {
   if (raw.length === 0) return;
   const { startMs, endMs } = rollupAlignedRange(raw[0]!.ts_ms, raw.at(-1)!.ts_ms + 1);
   const range = { startMs, endMs: endMs + intervalMs, intervalMs };
@@ -138,13 +137,22 @@ const scenario = fc
     return { batches, readAfter: new Set(reads.map((r) => r % Math.max(1, batches.length))), interval };
   });
 
-describe('energy rollups equal the integration of the raw samples', () => {
+describe.each(BACKENDS)('energy rollups equal the integration of the raw samples (%s)', (backend) => {
+  let t: TestStore;
+  beforeAll(async () => {
+    // The platform's clock a day after the samples: well inside raw telemetry's retention window.
+    t = await openTestStore(backend, { now: () => T0 + 86_400_000 });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
   it('for random streams, gaps, late and out-of-order batches and duplicates', async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ batches, readAfter, interval }) => {
-        await check(batches, readAfter, interval);
+        await check(t.store, batches, readAfter, interval);
       }),
-      { numRuns: 150 },
+      { numRuns: RUNS[backend] },
     );
   });
 
@@ -167,6 +175,102 @@ describe('energy rollups equal the integration of the raw samples', () => {
     const batches: PowerSample[][] = [];
     for (let i = 0; i < all.length; i += 500) batches.push(all.slice(i, i + 500));
     batches.push(late);
-    await check(batches, new Set([batches.length - 2]), ROLLUP_MS);
+    await check(t.store, batches, new Set([batches.length - 2]), ROLLUP_MS);
+  });
+});
+
+describe('energy rollups follow committed transactions (postgres)', () => {
+  /** Stores samples in the open transaction of `client`, as ingest would. */
+  const insertIn = (client: pg.Client, deviceId: string, samples: readonly PowerSample[]) =>
+    client.query(
+      `INSERT INTO telemetry (device_id, connector_id, ts_ms, state, power, received_ms)
+       SELECT $1, c, ts, 'charging', p, $5 FROM unnest($2::int[], $3::bigint[], $4::float8[]) AS r(c, ts, p)`,
+      [
+        deviceId,
+        samples.map((s) => s.connector_id),
+        samples.map((s) => s.ts_ms),
+        samples.map((s) => s.power),
+        T0,
+      ],
+    );
+  const minutes = (from: number, n: number, power: number): PowerSample[] =>
+    Array.from({ length: n * 6 }, (_, i) => ({ connector_id: 1, ts_ms: from + i * 10_000, power }));
+
+  it('rows of a younger transaction committed first wait for the older one: none skipped or counted twice', async () => {
+    const t = await openTestStore('postgres', { now: () => T0 + 86_400_000 });
+    const older = new pg.Client({ connectionString: t.databaseUrl });
+    const peek = new pg.Client({ connectionString: t.databaseUrl });
+    try {
+      await older.connect();
+      await peek.connect();
+      const deviceId = await newDevice(t.store);
+      const early = minutes(T0, 10, 10);
+      const late = minutes(T0 + 10 * 60_000, 10, 20);
+      // First a sample that creates the day's partition (creating one waits for transactions writing telemetry).
+      const first = { connector_id: 1, ts_ms: T0 - 3_600_000, power: 5 };
+      await t.store.recordTelemetry(deviceId, [record(first)], T0);
+      await older.query('BEGIN');
+      await insertIn(older, deviceId, early);
+      await t.store.recordTelemetry(deviceId, late.map(record), T0);
+      const rolling = t.store.runMaintenance();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The committed rows have a younger transaction id than the running one: not taken yet.
+      const rolled = await peek.query(
+        'SELECT sum(samples)::int AS n FROM energy_rollups WHERE device_id = $1',
+        [deviceId],
+      );
+      expect(rolled.rows[0].n).toBe(1);
+      await older.query('COMMIT');
+      await rolling;
+      await expectIntegrated(t.store, deviceId, [first, ...early, ...late], ROLLUP_MS);
+      expect(t.store.maintenanceStats().rollupLagRows).toBe(0);
+      // Another pass finds nothing more to add.
+      await t.store.runMaintenance();
+      await expectIntegrated(t.store, deviceId, [first, ...early, ...late], ROLLUP_MS);
+    } finally {
+      await older.end();
+      await peek.end();
+      await t.close();
+    }
+  });
+
+  it('two instances on one database, storing and reading at once, roll up every row once', async () => {
+    const now = () => T0 + 86_400_000;
+    const t = await openTestStore('postgres', { now });
+    const second = await createPostgresStore(t.databaseUrl!, loadOrCreatePlatformKeys(t.dataDir), now);
+    try {
+      const deviceId = await newDevice(t.store);
+      // Two connectors over three hours, with powers of both signs and a few gaps over five minutes.
+      const all: PowerSample[] = [];
+      for (let i = 0; i < 1_000; i++) {
+        const ts = T0 + i * 10_000 + (i > 500 ? 400_000 : 0);
+        all.push({ connector_id: 1 + (i % 2), ts_ms: ts, power: ((i * 37) % 41) - 10 });
+      }
+      // First in order, each instance in turn rolling up what the other stored just before.
+      const head = all.slice(0, 200);
+      for (let i = 0; i < head.length; i += 10) {
+        const store = i % 20 === 0 ? t.store : second;
+        await store.recordTelemetry(deviceId, head.slice(i, i + 10).map(record), T0);
+        await store.energyBuckets([deviceId], T0, T0 + ROLLUP_MS, ROLLUP_MS);
+      }
+      // Then at once, late and out of order: every third batch comes last.
+      const batches: PowerSample[][] = [];
+      for (let i = head.length; i < all.length; i += 50) batches.push(all.slice(i, i + 50));
+      const order = [...batches.filter((_, i) => i % 3 !== 0), ...batches.filter((_, i) => i % 3 === 0)];
+      await Promise.all(
+        order.map(async (batch, i) => {
+          const store = i % 2 === 0 ? t.store : second;
+          await store.recordTelemetry(deviceId, batch.map(record), T0);
+          if (i % 4 === 0) await store.energyBuckets([deviceId], T0, T0 + 4 * ROLLUP_MS, ROLLUP_MS);
+          if (i % 5 === 0) await store.runMaintenance();
+        }),
+      );
+      const raw = [...all].sort((a, b) => a.ts_ms - b.ts_ms || a.connector_id - b.connector_id);
+      await expectIntegrated(t.store, deviceId, raw, ROLLUP_MS);
+      await expectIntegrated(second, deviceId, raw, 4 * ROLLUP_MS);
+    } finally {
+      await second.close();
+      await t.close();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { RetentionPolicy } from '../retention-policy.js';
+import type { PrunedKind, RetentionPolicy, RetentionStats } from '../retention-policy.js';
 
 /**
  * Retention (DESIGN.md §12) on SQLite: a background pass deletes what has aged out, a small batch per write so
@@ -16,22 +16,6 @@ import type { RetentionPolicy } from '../retention-policy.js';
  *
  * 0 days keeps that kind forever.
  */
-
-export type PrunedKind =
-  | 'telemetry'
-  | 'device_events'
-  | 'firmware_status'
-  | 'commands'
-  | 'controls'
-  | 'energy_rollups';
-
-export interface RetentionStats {
-  /** Rows deleted since start, by kind. */
-  pruned: Record<PrunedKind, number>;
-  passes: number;
-  lastPassMs: number | null;
-  lastPassDurationMs: number | null;
-}
 
 export interface SqliteRetention {
   /** One whole pass, a batch per write; concurrent calls share it. */
