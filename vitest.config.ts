@@ -6,6 +6,18 @@ import { nodeSupport } from './shared/node-support.js';
 const support = nodeSupport(process.versions.node, 'vitest');
 if (!support.ok) throw new Error(support.message);
 
+/**
+ * Tests of SQLite's own machinery (its migrations, read worker, write locks and data-directory faults): not run
+ * on PostgreSQL (`TEST_DATABASE=postgres`, `npm run test:postgres`).
+ */
+const SQLITE_ONLY = [
+  'test/integration/storage-migrations.test.ts',
+  'test/integration/sqlite-reader.test.ts',
+  'test/integration/store-write-locks.test.ts',
+  'test/integration/platform-faults.test.ts',
+];
+const onPostgres = process.env.TEST_DATABASE === 'postgres';
+
 /** Runs a fleet of hundreds of agents in its process: alone, after everything else, so it neither slows nor is slowed. */
 const ALONE = ['test/integration/fleet-restart.test.ts'];
 
@@ -17,7 +29,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: ALONE,
+          exclude: [...ALONE, ...(onPostgres ? SQLITE_ONLY : [])],
           testTimeout: 30_000,
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],

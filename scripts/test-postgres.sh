@@ -18,9 +18,5 @@ if ! npx --no-install node -e "
 fi
 
 export TEST_DATABASE=postgres
-exec npx --no-install vitest run test/integration/ \
-  --exclude test/integration/storage-migrations.test.ts \
-  --exclude test/integration/sqlite-reader.test.ts \
-  --exclude test/integration/store-write-locks.test.ts \
-  --exclude test/integration/platform-faults.test.ts \
-  "$@"
+# vitest.config.ts leaves out the SQLite-only files when TEST_DATABASE=postgres.
+exec npx --no-install vitest run test/integration/ "$@"

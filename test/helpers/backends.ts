@@ -14,8 +14,13 @@ import type { Store } from '../../platform/storage/store.js';
  * (`npm run test:postgres`); every platform a test starts then gets a throw-away database of its own.
  */
 export type Backend = 'sqlite' | 'postgres';
-export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 export const TEST_BACKEND: Backend = process.env.TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
+/**
+ * The backends the repository contract suites run on: the run's own, or both with `TEST_DATABASE=both`
+ * (`npm test` needs no database server; `npm run test:postgres` runs them on PostgreSQL).
+ */
+export const BACKENDS: readonly Backend[] =
+  process.env.TEST_DATABASE === 'both' ? ['sqlite', 'postgres'] : [TEST_BACKEND];
 /** The server the throw-away databases are created on (DESIGN.md §13: trust auth, user postgres). */
 export const POSTGRES_ADMIN_URL =
   process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -1,6 +1,4 @@
-import { join } from 'node:path';
 import tls from 'node:tls';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   createTenant,
@@ -12,6 +10,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { openStoredData } from '../helpers/stored-data.js';
 
 /**
  * The error envelope everywhere (spec "Errors", DESIGN.md §4): every error body is an ErrorResponse, every
@@ -517,11 +516,11 @@ describe('internal errors: 500/9001 without internals', () => {
     const t = await createTenant(broken, 'broken');
     d = await registerDevice(broken, `SN-BROKEN-${process.pid}`, t.siteId);
     // Break the schema under the running platform, from another connection.
-    const db = new Database(join(broken.dataDir, 'platform.sqlite'));
+    const db = await openStoredData(broken.dataDir, { write: true });
     try {
-      db.exec('DROP TABLE telemetry');
+      await db.exec('DROP TABLE telemetry');
     } finally {
-      db.close();
+      await db.close();
     }
   });
   afterAll(async () => {

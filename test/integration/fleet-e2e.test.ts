@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Fleet, type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
@@ -7,6 +6,7 @@ import { startTcpProxy, type TcpProxy, tempDir, waitFor } from '../helpers/agent
 import { REPO_ROOT, runCli } from '../helpers/cli.js';
 import { expectCleanStop } from '../helpers/fleet.js';
 import { createTenant, operatorToken, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { openStoredData } from '../helpers/stored-data.js';
 
 /**
  * End to end: a fleet of simulated chargers — each the real agent on the simulated HAL — against a real
@@ -301,18 +301,17 @@ describe('a fleet of simulated chargers against a real platform', () => {
 
     // Sent by the agents = stored by the platform, kind by kind (read-only, beside the running platform).
     const ids = deviceIds();
-    const db = new Database(join(platformDir.dir, 'platform.sqlite'), {
-      readonly: true,
-      fileMustExist: true,
-    });
+    const db = await openStoredData(platformDir.dir);
     try {
       const marks = ids.map(() => '?').join(',');
-      const count = (sql: string) => (db.prepare(sql).get(...ids) as { n: number }).n;
+      const count = (sql: string) => db.value(sql, ids);
       const stored = {
-        telemetry: count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${marks})`),
-        chargingRecords: count(`SELECT count(*) AS n FROM charging_records WHERE device_id IN (${marks})`),
-        events: count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${marks})`),
-        statusReports: count(
+        telemetry: await count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${marks})`),
+        chargingRecords: await count(
+          `SELECT count(*) AS n FROM charging_records WHERE device_id IN (${marks})`,
+        ),
+        events: await count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${marks})`),
+        statusReports: await count(
           `SELECT count(*) AS n FROM command_history h JOIN commands c ON c.command_id = h.command_id
            WHERE c.device_id IN (${marks}) AND h.status IN ('accepted', 'rejected', 'succeeded', 'failed')`,
         ),
@@ -335,7 +334,7 @@ describe('a fleet of simulated chargers against a real platform', () => {
       // accepted + succeeded for 8 stops, 5 schedules and one flexibility command per charger.
       expect(sent.statusReports).toBe(2 * (8 + 5 + COUNT));
     } finally {
-      db.close();
+      await db.close();
     }
   }, 90_000);
 

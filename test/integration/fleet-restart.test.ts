@@ -1,6 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
 import type { FleetStatsWindow } from '../../simulators/fleet/fleet-stats.js';
@@ -9,6 +7,7 @@ import { waitFor } from '../helpers/agent.js';
 import { type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
 import { expectCleanStop } from '../helpers/fleet.js';
 import { httpClient, operatorToken } from '../helpers/platform.js';
+import { openStoredData } from '../helpers/stored-data.js';
 
 /**
  * Issue 6, item 3: the platform dies (SIGKILL) under a connected fleet of 500 chargers — each the real agent on
@@ -237,15 +236,15 @@ describe('the platform SIGKILLed and restarted under 500 connected chargers', ()
     expect(summary.telemetry.queued).toBeGreaterThan(COUNT);
     expect((await srv.stop()).code).toBe(0);
 
-    const db = new Database(join(dataDir, 'platform.sqlite'), { readonly: true, fileMustExist: true });
+    const db = await openStoredData(dataDir);
     try {
       const fleetDevices = `SELECT device_id FROM devices WHERE sn LIKE 'SIM-${SEED}-%'`;
-      const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
-      expect(count(`SELECT count(*) AS n FROM (${fleetDevices})`)).toBe(COUNT);
+      const count = (sql: string) => db.value(sql);
+      expect(await count(`SELECT count(*) AS n FROM (${fleetDevices}) AS fleet`)).toBe(COUNT);
       const stored = {
-        telemetry: count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${fleetDevices})`),
-        events: count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${fleetDevices})`),
-        chargingRecords: count(
+        telemetry: await count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${fleetDevices})`),
+        events: await count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${fleetDevices})`),
+        chargingRecords: await count(
           `SELECT count(*) AS n FROM charging_records WHERE device_id IN (${fleetDevices})`,
         ),
       };
@@ -259,7 +258,7 @@ describe('the platform SIGKILLed and restarted under 500 connected chargers', ()
       // Sessions closed (and records were sent) on both sides of the restart.
       expect(sent.chargingRecords).toBeGreaterThan(COUNT);
     } finally {
-      db.close();
+      await db.close();
     }
   }, 60_000);
 });

@@ -1,7 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +14,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { openStoredData } from '../helpers/stored-data.js';
 
 /**
  * Property-based garbage at every endpoint of the route table (`platform.routes`, so a new endpoint is fuzzed
@@ -974,30 +973,21 @@ interface Snapshot {
   clients: unknown[];
 }
 
-function snapshot(): Snapshot {
-  const db = new Database(join(tp.dataDir, 'platform.sqlite'), { readonly: true, fileMustExist: true });
+async function snapshot(): Promise<Snapshot> {
+  const db = await openStoredData(tp.dataDir);
   try {
-    const tables = db
-      .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-      )
-      .pluck()
-      .all() as string[];
-    const counts = Object.fromEntries(
-      tables.map((t) => [t, db.prepare(`SELECT COUNT(*) FROM "${t}"`).pluck().get() as number]),
-    );
+    const counts: Record<string, number> = {};
+    for (const t of await db.tables()) counts[t] = await db.value(`SELECT COUNT(*) FROM "${t}"`);
     return {
       counts,
       // Secrets and identities must not move either (a rotation keeps the row count).
-      devices: db
-        .prepare(
-          'SELECT device_id, sn, registered, secret_sealed, secret_gen, site_id, firmware_version FROM devices ORDER BY device_id',
-        )
-        .all(),
-      clients: db.prepare('SELECT client_id, secret_sealed, scopes FROM clients ORDER BY client_id').all(),
+      devices: await db.all(
+        'SELECT device_id, sn, registered, secret_sealed, secret_gen, site_id, firmware_version FROM devices ORDER BY device_id',
+      ),
+      clients: await db.all('SELECT client_id, secret_sealed, scopes FROM clients ORDER BY client_id'),
     };
   } finally {
-    db.close();
+    await db.close();
   }
 }
 
@@ -1046,7 +1036,7 @@ describe('HTTP garbage at every endpoint of the route table', () => {
   beforeAll(async () => {
     // The heartbeat of expectHealthy() is the only write of this block; its rows exist before the snapshot.
     await expectHealthy();
-    before = snapshot();
+    before = await snapshot();
   });
 
   it('the samples the generators break are valid requests, and every endpoint is fuzzable', () => {
@@ -1267,7 +1257,7 @@ describe('HTTP garbage at every endpoint of the route table', () => {
       if (route.query) expect(layers.has('query'), route.url).toBe(true);
     }
     await expectHealthy();
-    const after = snapshot();
+    const after = await snapshot();
     // The health check's heartbeat writes no row of its own (heartbeats update the device).
     expect(after.counts).toEqual(before.counts);
     expect(after.devices).toEqual(before.devices);
@@ -1383,8 +1373,8 @@ const streamGarbage: fc.Arbitrary<StreamGarbage> = fc
 
 describe('telemetry stream garbage', () => {
   let before: Snapshot;
-  beforeAll(() => {
-    before = snapshot();
+  beforeAll(async () => {
+    before = await snapshot();
   });
 
   it('every garbage message gets one error message and the connection stays usable', async () => {
@@ -1466,7 +1456,7 @@ describe('telemetry stream garbage', () => {
 
   it('nothing stored moved, the platform still serves and still streams', async () => {
     await sleep(50);
-    const after = snapshot();
+    const after = await snapshot();
     expect(after.counts).toEqual(before.counts);
     expect(after.devices).toEqual(before.devices);
     await expectHealthy();

@@ -66,7 +66,12 @@ export async function createPostgresStore(
       }, ROLLUP_EVERY_MS)
     : undefined;
   rollupTimer?.unref();
-  const prune = () => pruning.prune().catch(() => undefined);
+  const prune = () =>
+    partitions
+      .prepareAhead()
+      .then(() => pruning.prune())
+      .catch(() => undefined);
+  if (maintenance) await partitions.prepareAhead();
   const retentionTimer = maintenance ? setInterval(prune, RETENTION_EVERY_MS) : undefined;
   retentionTimer?.unref();
   const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;

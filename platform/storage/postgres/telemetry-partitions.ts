@@ -16,6 +16,11 @@ export interface TelemetryPartition {
 export interface TelemetryPartitions {
   /** Makes sure every day of these timestamps that may have a partition has one. */
   ensure(tsMs: Iterable<number>): Promise<void>;
+  /**
+   * Creates today's and the next days' partitions ahead of their first rows: creating one briefly locks the
+   * whole table, which a charger request should not wait for at midnight.
+   */
+  prepareAhead(): Promise<void>;
   /** The day partitions that exist, oldest first. */
   list(): Promise<TelemetryPartition[]>;
   /** Drops a day partition with all its rows. */
@@ -72,20 +77,26 @@ export function createTelemetryPartitions(
     known.add(dayMs);
   }
 
+  async function ensure(tsMs: Iterable<number>): Promise<void> {
+    const missing = new Set<number>();
+    const t = now();
+    const from = Math.floor(t / DAY_MS) * DAY_MS - pastDays * DAY_MS;
+    const to = Math.floor(t / DAY_MS) * DAY_MS + FUTURE_DAYS * DAY_MS;
+    for (const ts of tsMs) {
+      const day = Math.floor(ts / DAY_MS) * DAY_MS;
+      if (day < from || day > to || known.has(day)) continue;
+      missing.add(day);
+    }
+    if (missing.size === 0) return;
+    await load();
+    for (const day of missing) if (!known.has(day)) await create(day);
+  }
+
   return {
-    async ensure(tsMs) {
-      const missing = new Set<number>();
+    ensure,
+    prepareAhead() {
       const t = now();
-      const from = Math.floor(t / DAY_MS) * DAY_MS - pastDays * DAY_MS;
-      const to = Math.floor(t / DAY_MS) * DAY_MS + FUTURE_DAYS * DAY_MS;
-      for (const ts of tsMs) {
-        const day = Math.floor(ts / DAY_MS) * DAY_MS;
-        if (day < from || day > to || known.has(day)) continue;
-        missing.add(day);
-      }
-      if (missing.size === 0) return;
-      await load();
-      for (const day of missing) if (!known.has(day)) await create(day);
+      return ensure(Array.from({ length: FUTURE_DAYS + 1 }, (_, i) => t + i * DAY_MS));
     },
     list,
     async drop(partition) {
