@@ -16,6 +16,8 @@ const SQLITE_ONLY = [
   'test/integration/store-write-locks.test.ts',
   'test/integration/platform-faults.test.ts',
 ];
+/** Tests of the PostgreSQL server's own faults: only where one runs (`npm run test:postgres`). */
+const POSTGRES_ONLY = ['test/integration/postgres-faults.test.ts'];
 const onPostgres = process.env.TEST_DATABASE === 'postgres';
 
 /** Runs a fleet of hundreds of agents in its process: alone, after everything else, so it neither slows nor is slowed. */
@@ -29,7 +31,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...ALONE, ...(onPostgres ? SQLITE_ONLY : [])],
+          exclude: [...ALONE, ...(onPostgres ? SQLITE_ONLY : POSTGRES_ONLY)],
           testTimeout: 30_000,
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],

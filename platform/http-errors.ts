@@ -25,6 +25,17 @@ const OPERATOR_ACTION: Record<StorageFaultKind, string> = {
     'system is mounted read-write (after a forced read-only remount, restart the platform once it is fixed)',
 };
 
+/** The same for the PostgreSQL server (`--database postgres://…`). */
+const POSTGRES_ACTION: Record<StorageFaultKind, string> = {
+  full: 'storage full: the PostgreSQL server has no disk space left; writes answer 503 until it has, then resume',
+  read_only:
+    'storage read-only: the PostgreSQL server accepts no writes (a read-only or standby server?); writes answer ' +
+    '503 until --database names a writable one',
+  unavailable:
+    'storage unavailable: the PostgreSQL server cannot be reached or is shutting down; requests that need it ' +
+    'answer 503 until it is back, then resume by themselves',
+};
+
 /**
  * A storage fault (disk full, read-only or failing data directory) answers 503 with Retry-After and code 9001:
  * the request was fine, the platform cannot store it now. Nothing of the request was stored (its transaction
@@ -48,7 +59,8 @@ export function createStorageFaultLog(everyMs = 60_000, now: () => number = Date
     const prev = last.get(fault.kind);
     if (prev !== undefined && t - prev < everyMs) return;
     last.set(fault.kind, t);
-    log.error({ storage_fault: fault.kind, code: fault.code }, OPERATOR_ACTION[fault.kind]);
+    const action = fault.postgres ? POSTGRES_ACTION : OPERATOR_ACTION;
+    log.error({ storage_fault: fault.kind, code: fault.code }, action[fault.kind]);
   };
 }
 export type StorageFaultLog = ReturnType<typeof createStorageFaultLog>;

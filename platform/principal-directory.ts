@@ -3,7 +3,8 @@ import type { Store } from './storage/store.js';
 /**
  * What the hot path needs to know about devices and clients, in memory: a device's secret generation (token
  * revocation), its site and operator (tenancy of stream messages), and who must sign requests. Reloaded when
- * another process (the admin CLI) changes the database, which SQLite's `data_version` tells us cheaply.
+ * another process (the admin CLI) or instance changes the database, which `store.externalChangeVersion()` tells
+ * cheaply (SQLite's `data_version`, PostgreSQL's NOTIFY).
  */
 export interface DeviceEntry {
   device_id: string;
@@ -23,10 +24,27 @@ export interface ClientEntry {
 export async function createPrincipalDirectory(store: Store, pollMs = 1_000) {
   let devices = new Map<string, DeviceEntry>();
   let clients = new Map<string, ClientEntry>();
+  // Entries refreshed while a reload runs. The reload's snapshot may have been read before the change that
+  // refreshed them (a registration committing meanwhile): they are laid over it, or the new device would be
+  // unknown until the next reload. A refresh older than the snapshot is corrected by the reload its own
+  // change announces.
+  let refreshedDuringLoad:
+    | { devices: Map<string, DeviceEntry | undefined>; clients: Map<string, ClientEntry | undefined> }
+    | undefined;
   const load = async () => {
-    const snapshot = await store.loadDirectory();
-    devices = new Map(snapshot.devices.map((d) => [d.device_id, d]));
-    clients = new Map(snapshot.clients.map((c) => [c.client_id, c]));
+    const refreshed = { devices: new Map(), clients: new Map() };
+    refreshedDuringLoad = refreshed;
+    try {
+      const snapshot = await store.loadDirectory();
+      const nextDevices = new Map(snapshot.devices.map((d) => [d.device_id, d]));
+      const nextClients = new Map(snapshot.clients.map((c) => [c.client_id, c]));
+      for (const [id, entry] of refreshed.devices) setOrDelete(nextDevices, id, entry);
+      for (const [id, entry] of refreshed.clients) setOrDelete(nextClients, id, entry);
+      devices = nextDevices;
+      clients = nextClients;
+    } finally {
+      if (refreshedDuringLoad === refreshed) refreshedDuringLoad = undefined;
+    }
   };
   await load();
   let version = store.externalChangeVersion();
@@ -59,14 +77,14 @@ export async function createPrincipalDirectory(store: Store, pollMs = 1_000) {
     /** This process changed a device (registration, rotation): refresh its entry now. */
     async refreshDevice(deviceId: string): Promise<void> {
       const entry = await store.loadDeviceEntry(deviceId);
-      if (entry) devices.set(deviceId, entry);
-      else devices.delete(deviceId);
+      setOrDelete(devices, deviceId, entry);
+      refreshedDuringLoad?.devices.set(deviceId, entry);
     },
     /** A client just authenticated with its secret: make sure its entry is current. */
     async refreshClient(clientId: string): Promise<void> {
       const entry = await store.loadClientEntry(clientId);
-      if (entry) clients.set(clientId, entry);
-      else clients.delete(clientId);
+      setOrDelete(clients, clientId, entry);
+      refreshedDuringLoad?.clients.set(clientId, entry);
     },
     onReload(listener: () => void): () => void {
       listeners.add(listener);
@@ -79,3 +97,8 @@ export async function createPrincipalDirectory(store: Store, pollMs = 1_000) {
   };
 }
 export type PrincipalDirectory = Awaited<ReturnType<typeof createPrincipalDirectory>>;
+
+function setOrDelete<T>(map: Map<string, T>, id: string, entry: T | undefined): void {
+  if (entry) map.set(id, entry);
+  else map.delete(id);
+}

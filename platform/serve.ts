@@ -121,6 +121,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     await store.close();
     // Only SQLite's faults: an unreadable --tls-cert or a refused port are not the data directory's.
     const fault = storageFaultOf(err);
+    if (fault?.postgres)
+      throw new ConfigError(`cannot use ${describeChoice(database, opts.dataDir)}: ${(err as Error).message}`);
     throw fault ? new DataDirError(dataDirFaultMessage(opts.dataDir, fault), fault) : err;
   }
 }

@@ -10,6 +10,8 @@ export type StorageFaultKind = 'full' | 'read_only' | 'unavailable';
 
 export interface StorageFault {
   kind: StorageFaultKind;
+  /** Set when the fault is the PostgreSQL server's, not the data directory's. */
+  postgres?: true;
   /** SQLite's (extended) result code, e.g. SQLITE_FULL, SQLITE_IOERR_WRITE; or the errno code, e.g. EROFS. */
   code: string;
 }
@@ -50,13 +52,14 @@ function postgresFaultOf(err: unknown): StorageFault | undefined {
   if (!(err instanceof Error)) return undefined;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (code === '53100') return { kind: 'full', code };
-    if (code === '25006') return { kind: 'read_only', code };
+    if (code === '53100') return { kind: 'full', code, postgres: true };
+    if (code === '25006') return { kind: 'read_only', code, postgres: true };
     if (code.startsWith('08') || code.startsWith('53') || /^57P0[123]$/.test(code))
-      return { kind: 'unavailable', code };
-    if (CONNECTION_ERRNOS.has(code)) return { kind: 'unavailable', code };
+      return { kind: 'unavailable', code, postgres: true };
+    if (CONNECTION_ERRNOS.has(code)) return { kind: 'unavailable', code, postgres: true };
   }
-  if (CONNECTION_MESSAGES.test(err.message)) return { kind: 'unavailable', code: 'PG_CONNECTION' };
+  if (CONNECTION_MESSAGES.test(err.message))
+    return { kind: 'unavailable', code: 'PG_CONNECTION', postgres: true };
   return undefined;
 }
 

@@ -44,6 +44,7 @@ const types = {
 } as pg.CustomTypesConfig;
 
 const RETRY_CODES = new Set(['40001', '40P01']);
+const ignore = () => undefined;
 const MAX_ATTEMPTS = 5;
 /** Any number unique to this program: migrations run under it, one instance at a time. */
 const MIGRATION_LOCK = 7_340_315_001;
@@ -73,6 +74,9 @@ export async function openPgDatabase(url: string, options: { poolSize?: number }
     async tx(work) {
       for (let attempt = 1; ; attempt++) {
         const client = await pool.connect();
+        // A checked-out client has no pool listener: a connection lost between two statements would
+        // otherwise be an unhandled 'error' event that ends the process. The next statement fails instead.
+        client.on('error', ignore);
         const sql: Sql = {
           query: async <R>(text: string, values?: readonly unknown[]) =>
             (await client.query(text, values as unknown[] | undefined)).rows as R[],
@@ -91,6 +95,7 @@ export async function openPgDatabase(url: string, options: { poolSize?: number }
           if (attempt < MAX_ATTEMPTS && code !== undefined && RETRY_CODES.has(code)) continue;
           throw err;
         } finally {
+          client.removeListener('error', ignore);
           client.release(broken);
         }
       }

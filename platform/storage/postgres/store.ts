@@ -18,6 +18,8 @@ export { describeDatabase, isPostgresUrl } from './database.js';
 const ROLLUP_EVERY_MS = 1_000;
 const RETENTION_EVERY_MS = 10 * 60_000;
 const RETENTION_FIRST_MS = 30_000;
+/** How soon a lost LISTEN connection is opened again. */
+const RELISTEN_MS = 1_000;
 /** How far back a telemetry day gets its own partition when telemetry is kept forever. */
 const KEEP_FOREVER_PARTITION_DAYS = 400;
 
@@ -130,18 +132,38 @@ async function listenForChanges(db: PgDatabase) {
   let version = 0;
   let client: pg.PoolClient | undefined;
   let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  const reconnectSoon = () => {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect().catch(reconnectSoon);
+    }, RELISTEN_MS);
+    retry.unref();
+  };
   const connect = async (): Promise<void> => {
     const c = await db.pool.connect();
     c.on('notification', () => {
       version++;
     });
     c.on('error', () => {
+      if (client !== c) return;
+      client = undefined;
       c.release(true);
-      if (client === c) client = undefined;
+      // Announcements may have been missed while the connection was down.
       version++;
-      if (!closed) setTimeout(() => void connect().catch(() => undefined), 1_000).unref();
+      reconnectSoon();
     });
-    await c.query(`LISTEN ${DIRECTORY_CHANNEL}`);
+    try {
+      await c.query(`LISTEN ${DIRECTORY_CHANNEL}`);
+    } catch (err) {
+      c.release(true);
+      throw err;
+    }
+    if (closed) {
+      c.release(true);
+      return;
+    }
     client = c;
   };
   await connect();
@@ -149,6 +171,7 @@ async function listenForChanges(db: PgDatabase) {
     version: () => version,
     async close() {
       closed = true;
+      clearTimeout(retry);
       client?.release(true);
       client = undefined;
     },
