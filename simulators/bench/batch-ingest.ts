@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 import '../supported-node.js';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { type BareServer, registerLoadChargers, startBareServer } from './bare-baseline.js';
-import { benchArgsOrExit } from './bench-args.js';
+import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import { type BenchDatabase, type BenchStorage, withBenchDatabase } from './bench-database.js';
 import { startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
 import { sampleProcess } from './process-sampler.js';
@@ -15,9 +14,28 @@ import { sampleProcess } from './process-sampler.js';
  * of HTTPS and JSON alone on this machine. Every acknowledged row is checked to be stored.
  * Usage: npm run bench:batch-ingest [-- --devices 1000 --connections 16 --seconds 15 --rounds 5]
  */
-export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECONDS = 15, ROUNDS = 5) {
+export function measureBatchIngest(
+  DEVICES = 1000,
+  CONNECTIONS = 16,
+  SECONDS = 15,
+  ROUNDS = 5,
+  storage: BenchStorage = {},
+) {
+  return withBenchDatabase(storage, (database) =>
+    batchIngestOn(database, storage.keep === true, DEVICES, CONNECTIONS, SECONDS, ROUNDS),
+  );
+}
+
+async function batchIngestOn(
+  database: BenchDatabase,
+  keep: boolean,
+  DEVICES: number,
+  CONNECTIONS: number,
+  SECONDS: number,
+  ROUNDS: number,
+) {
   const ROWS = 500;
-  const platform = await startBenchPlatform();
+  const platform = await startBenchPlatform([], { database: database.choice, keep });
   let bare: BareServer | undefined;
   try {
     const devices = (await registerLoadChargers(platform, 'BATCH', DEVICES)).map((auth) => ({ auth, n: 0 }));
@@ -73,14 +91,13 @@ export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECON
     }
     const onPlatform = summarizeLoad(rounds.platform);
     const onBare = summarizeLoad(rounds.bare);
-    const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
-    const stored = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
-    db.close();
+    const stored = await database.count(platform.dataDir, 'telemetry');
     const acknowledged =
       [warm, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0) * ROWS;
     const seconds = (which: keyof typeof rounds) => rounds[which].reduce((s, r) => s + r.seconds, 0);
     return {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,
+      backend: database.backend,
       devices: DEVICES,
       connections: CONNECTIONS,
       rows_per_request: ROWS,
@@ -99,11 +116,12 @@ export async function measureBatchIngest(DEVICES = 1000, CONNECTIONS = 16, SECON
   } finally {
     bare?.stop();
     await platform.stop();
+    if (keep) process.stderr.write(`data directory kept: ${platform.dataDir}\n`);
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = benchArgsOrExit({
+  const { values, texts, flags } = benchArgsOrExit({
     usage: `Usage: npm run bench:batch-ingest [-- --devices 1000 --connections 16 --seconds 15 --rounds 5]
   500-record telemetry batches at full speed, in rows per second, beside a bare node:https server`,
     options: {
@@ -116,9 +134,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       seconds: { default: 15, help: 'seconds of load for each side, split over the rounds' },
       rounds: { default: 5, integer: true, help: 'alternating rounds' },
     },
+    texts: { database: DATABASE_OPTION },
+    flags: { keep: { help: 'keep the data directory (and the PostgreSQL database) to look at afterwards' } },
   });
   const { devices, connections, seconds, rounds } = values;
-  process.stdout.write(
-    `${JSON.stringify(await measureBatchIngest(devices, connections, seconds, rounds), null, 2)}\n`,
-  );
+  const storage = { database: texts.database, keep: flags.keep };
+  const figures = await measureBatchIngest(devices, connections, seconds, rounds, storage);
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 }

@@ -23,7 +23,22 @@ export interface TextOption {
   help: string;
   /** How the help names the value, e.g. DIR. */
   value: string;
+  /** Why the value is refused (a usage error), or undefined when it is fine. */
+  check?: (value: string) => string | undefined;
 }
+
+/**
+ * `--database URL` of the benchmarks that can run the platform on PostgreSQL: the server they make a
+ * throw-away database on (`bench-database.ts`). Without it they run on SQLite.
+ */
+export const DATABASE_OPTION: TextOption = {
+  value: 'URL',
+  help: 'run on PostgreSQL: a throw-away database on this server (postgres://user@host:port/db), dropped after',
+  check: (value) =>
+    /^postgres(ql)?:\/\/./.test(value)
+      ? undefined
+      : `--database needs a postgres:// server URL, got ${value}`,
+};
 
 /** An option without a value, false unless given. */
 export interface FlagOption {
@@ -133,6 +148,8 @@ export function parseBenchArgs<K extends string, T extends string = never, F ext
     if (raw === undefined) continue;
     if (typeof raw !== 'string' || raw.trim() === '')
       return { kind: 'usage_error', message: `--${name} needs a ${cli.texts![name].value}`, text };
+    const refused = cli.texts![name].check?.(raw);
+    if (refused !== undefined) return { kind: 'usage_error', message: refused, text };
     texts[name] = raw;
   }
   const flags = Object.fromEntries(flagNames.map((n) => [n, parsed.values[n] === true])) as Record<

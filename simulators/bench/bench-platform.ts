@@ -31,6 +31,11 @@ export interface BenchPlatformOptions {
   dataDir?: string;
   /** Leave the data directory in place when stopping (to serve it again later). */
   keep?: boolean;
+  /**
+   * The platform's `--database` for `serve` and every admin command: `sqlite` (the default) or a PostgreSQL
+   * URL (`bench-database.ts` makes one for the run).
+   */
+  database?: string;
 }
 
 export async function startBenchPlatform(
@@ -39,6 +44,9 @@ export async function startBenchPlatform(
 ): Promise<BenchPlatform> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-bench-')));
   await mkdir(dataDir, { recursive: true });
+  // In the environment rather than on the command line: a URL's password stays out of the process list. Set
+  // even for SQLite, so that a CHARGER_PLATFORM_DATABASE inherited from the shell never switches a bench over.
+  const env = { ...process.env, CHARGER_PLATFORM_DATABASE: options.database ?? 'sqlite' };
   // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of the platform process there (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE_DIR
     ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
@@ -60,7 +68,7 @@ export async function startBenchPlatform(
       'warn',
       ...extraArgs,
     ],
-    { stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'] },
+    { stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'], env },
   );
   const url = await new Promise<string>((resolve, reject) => {
     let err = '';
@@ -94,27 +102,19 @@ export async function startBenchPlatform(
     pid: child.pid!,
     dispatcher,
     async admin(args) {
-      const { stdout } = await run(process.execPath, [
-        PLATFORM_CLI,
-        ...args,
-        '--data-dir',
-        dataDir,
-        '--json',
-      ]);
+      const { stdout } = await run(
+        process.execPath,
+        [PLATFORM_CLI, ...args, '--data-dir', dataDir, '--json'],
+        { env },
+      );
       return JSON.parse(stdout) as unknown;
     },
     async assign(deviceId, siteId) {
-      await run(process.execPath, [
-        PLATFORM_CLI,
-        'devices',
-        'assign',
-        '--data-dir',
-        dataDir,
-        '--device',
-        deviceId,
-        '--site',
-        siteId,
-      ]);
+      await run(
+        process.execPath,
+        [PLATFORM_CLI, 'devices', 'assign', '--data-dir', dataDir, '--device', deviceId, '--site', siteId],
+        { env },
+      );
     },
     async stop() {
       await dispatcher.close();

@@ -1,5 +1,3 @@
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
   CHARGING_RECORDS_BATCH_MAX,
@@ -251,17 +249,4 @@ export async function uploadRecords(
   f.refused = state.reduce((n, s) => n + s.budget.refused, 0);
   f.seconds = (performance.now() - t0) / 1000;
   return f;
-}
-
-/** Bytes of the platform's SQLite database and its WAL. */
-export async function databaseBytes(
-  dataDir: string,
-): Promise<{ sqlite: number; wal: number; total: number }> {
-  const size = (file: string) =>
-    stat(join(dataDir, file)).then(
-      (s) => s.size,
-      () => 0,
-    );
-  const [sqlite, wal] = await Promise.all([size('platform.sqlite'), size('platform.sqlite-wal')]);
-  return { sqlite, wal, total: sqlite + wal };
 }

@@ -4,14 +4,18 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { TELEMETRY_BATCH_MAX } from '../../shared/index.js';
-import { benchArgsOrExit } from './bench-args.js';
+import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import {
+  type BenchDatabase,
+  createBenchDatabase,
+  type DatabaseBytes,
+  existingBenchDatabase,
+} from './bench-database.js';
 import { type BenchPlatform, startBenchPlatform } from './bench-platform.js';
 import { type Charger, type Http, inPool, registerCharger } from './data-volume-http.js';
 import {
-  databaseBytes,
   recordsOfCharger,
   STEP_MS,
   TELEMETRY_GAP_MS,
@@ -29,7 +33,7 @@ import { startCpuMeter } from './process-sampler.js';
  * heart-beat every 20 ms: the worst heartbeat under way during each read. Goal: every read < 100 ms, no
  * heartbeat > 50 ms. Also the load rates and the database's bytes per charger-day of telemetry.
  * `--reuse DIR` serves a directory loaded before with `--keep` (fast iteration on the reads); figures to
- * publish come from a fresh load.
+ * publish come from a fresh load. `--database URL` runs it on a throw-away PostgreSQL database on that server.
  * Usage: npm run bench:data-volume [-- --days 7 --site-chargers 20 --records 2000000 --record-chargers 1000]
  */
 export interface DataVolumeOptions {
@@ -43,6 +47,8 @@ export interface DataVolumeOptions {
   keep?: boolean;
   /** A directory loaded earlier (kept with `keep`): serve it as it is, load nothing. */
   reuse?: string;
+  /** A PostgreSQL server to load into a new database on (SQLite without it). */
+  database?: string;
 }
 
 const DAY = 86_400_000;
@@ -54,15 +60,25 @@ const HEARTBEAT_GOAL_MS = 50;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const round = (x: number) => Math.round(x * 100) / 100;
 
-interface DiskFigures {
-  sqlite: number;
-  wal: number;
-  total: number;
+/**
+ * `bytes_per_charger_day`: the whole database (`total`) over the charger-days of telemetry, on both backends;
+ * on PostgreSQL also the telemetry partitions alone (the database's own catalogs are some 7 MiB).
+ */
+type DiskFigures = DatabaseBytes & {
   bytes_per_charger_day: number;
+  telemetry_bytes_per_charger_day?: number;
+};
+
+function diskFigures(bytes: DatabaseBytes, chargerDays: number): DiskFigures {
+  const per = (n: number) => Math.round(n / chargerDays);
+  const telemetry = 'telemetry' in bytes ? { telemetry_bytes_per_charger_day: per(bytes.telemetry) } : {};
+  return { ...bytes, bytes_per_charger_day: per(bytes.total), ...telemetry };
 }
 
 /** What a load leaves for the reads; kept in the data directory (META_FILE) for `--reuse`. */
 interface Loaded extends ReadTarget {
+  /** The platform's `--database`: `sqlite`, or the PostgreSQL URL loaded into (absent in older loads: SQLite). */
+  database?: string;
   end_ms: number;
   days: number;
   site_chargers: number;
@@ -80,7 +96,7 @@ interface Loaded extends ReadTarget {
     /** `paced_cap_rows_per_s`: the most the chargers' own pacing lets through (the rate limit's bound). */
     telemetry: UploadFigures & Cpu & { rows_per_s: number; paced_cap_rows_per_s: number };
     records: UploadFigures & Cpu & { records_per_s: number };
-    /** Counted in the database file (read-only), after the load. */
+    /** Counted in the database after the load (the SQLite file read-only; PostgreSQL by `count(*)`). */
     stored: { telemetry_rows: number; charging_records: number; all_stored: boolean };
     disk_after_telemetry: DiskFigures;
     disk_after_load: DiskFigures;
@@ -101,7 +117,12 @@ async function withCpu<T extends object>(pid: number, work: () => Promise<T>): P
 
 const Created = { operator: z.object({ operator_id: z.string() }), site: z.object({ site_id: z.string() }) };
 
-async function load(p: BenchPlatform, http: Http, o: DataVolumeOptions): Promise<Loaded> {
+async function load(
+  p: BenchPlatform,
+  database: BenchDatabase,
+  http: Http,
+  o: DataVolumeOptions,
+): Promise<Loaded> {
   const t0 = performance.now();
   const operator = Created.operator.parse(await p.admin(['operators', 'create', '--name', 'Data Volume']));
   const newSite = async (name: string) =>
@@ -144,9 +165,10 @@ async function load(p: BenchPlatform, http: Http, o: DataVolumeOptions): Promise
   );
   const chargerDays = o.siteChargers * o.days;
   const disk = async (): Promise<DiskFigures> => {
-    await sleep(5_000); // the platform's background checkpoint trims the WAL
-    const bytes = await databaseBytes(p.dataDir);
-    return { ...bytes, bytes_per_charger_day: Math.round(bytes.total / chargerDays) };
+    // The platform's background work settles first: its rollup pass (both backends) and, on SQLite, the
+    // checkpoint that trims the WAL.
+    await sleep(5_000);
+    return diskFigures(await database.bytes(p.dataDir), chargerDays);
   };
   const diskAfterTelemetry = await disk();
   log(`charging records: ${o.records} over 365 days on ${o.recordChargers} chargers, 100 a request`);
@@ -156,11 +178,10 @@ async function load(p: BenchPlatform, http: Http, o: DataVolumeOptions): Promise
   );
   const diskAfterLoad = await disk();
 
-  const db = new Database(join(p.dataDir, 'platform.sqlite'), { readonly: true });
-  const count = (table: string) =>
-    (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
-  const stored = { telemetry_rows: count('telemetry'), charging_records: count('charging_records') };
-  db.close();
+  const stored = {
+    telemetry_rows: await database.count(p.dataDir, 'telemetry'),
+    charging_records: await database.count(p.dataDir, 'charging_records'),
+  };
   const allStored =
     stored.telemetry_rows === telemetry.sent &&
     telemetry.accepted === telemetry.sent &&
@@ -168,6 +189,7 @@ async function load(p: BenchPlatform, http: Http, o: DataVolumeOptions): Promise
     records.accepted === records.sent;
   if (!allStored) log(`NOT ALL STORED: ${JSON.stringify({ stored, telemetry, records })}`);
   return {
+    database: database.choice,
     end_ms: endMs,
     days: o.days,
     site_chargers: o.siteChargers,
@@ -206,17 +228,34 @@ export async function measureDataVolume(o: DataVolumeOptions) {
   else if (o.dataDir && (await readdir(o.dataDir).catch(() => [])).length > 0)
     throw new Error(`--data-dir ${o.dataDir} is not empty: give a new directory (or --reuse a loaded one)`);
   const keep = o.reuse !== undefined || o.keep === true;
-  const p = await startBenchPlatform([], { dataDir: o.reuse ?? o.dataDir, keep });
+  // A reused load is served from the database it was loaded into (remembered in META_FILE), never dropped.
+  const database = loaded
+    ? existingBenchDatabase(loaded.database ?? 'sqlite')
+    : await createBenchDatabase(o.database);
+  try {
+    return await measureOn(database, o, keep, loaded);
+  } finally {
+    await database.release(keep);
+    if (keep && !o.reuse && database.describe) log(`database kept: ${database.describe}`);
+  }
+}
+
+async function measureOn(database: BenchDatabase, o: DataVolumeOptions, keep: boolean, reused?: Loaded) {
+  let loaded = reused;
+  const p = await startBenchPlatform([], { dataDir: o.reuse ?? o.dataDir, keep, database: database.choice });
   try {
     if (!loaded) {
-      loaded = await load(p, { origin: p.url, dispatcher: p.dispatcher }, o);
+      loaded = await load(p, database, { origin: p.url, dispatcher: p.dispatcher }, o);
       await writeFile(join(p.dataDir, META_FILE), `${JSON.stringify(loaded, null, 2)}\n`);
     }
-    const diskNow = await databaseBytes(p.dataDir);
+    const diskNow = await database.bytes(p.dataDir);
     const reads = await measureReads(p, loaded, o.repeats);
-    const { probes: _, load: loadFigures, ...data } = loaded;
+    const { probes: _, load: loadFigures, database: _choice, ...data } = loaded;
     return {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,
+      backend: database.backend,
+      /** The PostgreSQL database, when kept (`--keep`, `--reuse`): without its password. */
+      database: keep ? database.describe : null,
       data_dir: keep ? p.dataDir : null,
       /** True when this run read a directory loaded by an earlier run: its load figures are that run's. */
       reused: o.reuse !== undefined,
@@ -239,14 +278,21 @@ export async function measureDataVolume(o: DataVolumeOptions) {
 
 export type DataVolumeFigures = Awaited<ReturnType<typeof measureDataVolume>>;
 
+/** PostgreSQL's telemetry partitions alone, in the table (absent on SQLite). */
+const telemetryAlone = (d: DiskFigures) =>
+  d.telemetry_bytes_per_charger_day === undefined
+    ? ''
+    : ` (telemetry partitions alone: ${d.telemetry_bytes_per_charger_day} B)`;
+
 export function dataVolumeTable(f: DataVolumeFigures): string {
   const l = f.load;
   const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
   const lines = [
+    `Backend: ${f.backend}${f.database ? ` (${f.database})` : ''}`,
     `Data: ${f.data.site_chargers} site chargers × ${f.data.days} d of 5-s telemetry (${l.telemetry.sent} rows), ${f.data.records} charging records on ${f.data.record_chargers} chargers${f.reused ? ' (reused load)' : ''}`,
     `Load: telemetry ${l.telemetry.rows_per_s} rows/s (${l.telemetry.requests} batches, ${l.telemetry.seconds} s, ${l.telemetry.refused} × 429, pacing allows ${l.telemetry.paced_cap_rows_per_s}/s; cores: platform ${l.telemetry.cpu_cores.platform}, bench ${l.telemetry.cpu_cores.bench}, others ${l.telemetry.cpu_cores.others})`,
     `      records ${l.records.records_per_s}/s (${l.records.requests} requests, ${l.records.seconds} s, ${l.records.refused} × 429; cores: platform ${l.records.cpu_cores.platform}, bench ${l.records.cpu_cores.bench}, others ${l.records.cpu_cores.others}); stored: ${l.stored.all_stored ? 'all' : 'NOT ALL'}, in ${l.registration_seconds} s of set-up and ${l.seconds} s in all`,
-    `Disk after telemetry: ${mib(l.disk_after_telemetry.total)}, ${l.disk_after_telemetry.bytes_per_charger_day} B per charger-day; after load (with records): ${mib(l.disk_after_load.total)}, ${l.disk_after_load.bytes_per_charger_day} B per charger-day`,
+    `Disk after telemetry: ${mib(l.disk_after_telemetry.total)}, ${l.disk_after_telemetry.bytes_per_charger_day} B per charger-day${telemetryAlone(l.disk_after_telemetry)}; after load (with records): ${mib(l.disk_after_load.total)}, ${l.disk_after_load.bytes_per_charger_day} B per charger-day`,
     `Heartbeat probe: ${f.heartbeat_probe.chargers} chargers, one every ${f.heartbeat_probe.every_ms} ms; idle p50 ${f.heartbeat_probe.idle_ms.p50} ms, p99 ${f.heartbeat_probe.idle_ms.p99} ms, max ${f.heartbeat_probe.idle_ms.max} ms`,
     `Cores during the reads: platform ${f.cpu_cores_during_reads.platform}, bench ${f.cpu_cores_during_reads.bench}, others ${f.cpu_cores_during_reads.others}; bench event-loop delay max ${f.bench_event_loop_delay_ms.max} ms`,
     '',
@@ -278,12 +324,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'data-dir': { value: 'DIR', help: 'load into DIR (missing or empty) instead of a temporary directory' },
       reuse: { value: 'DIR', help: 'load nothing: read DIR, loaded before with --keep' },
       json: { value: 'FILE', help: 'also write the figures to FILE' },
+      database: DATABASE_OPTION,
     },
-    flags: { keep: { help: 'keep the loaded data directory (for --reuse)' } },
+    flags: { keep: { help: 'keep the loaded data directory and PostgreSQL database (for --reuse)' } },
   });
-  if (texts.reuse && (texts['data-dir'] || flags.keep)) {
+  if (texts.reuse && (texts['data-dir'] || flags.keep || texts.database)) {
     process.stderr.write(
-      'error: --reuse serves a loaded directory as it is: no --data-dir or --keep with it\n',
+      'error: --reuse serves a loaded directory as it is, on the database it was loaded into: no --data-dir, --keep or --database with it\n',
     );
     process.exit(2);
   }
@@ -299,6 +346,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     dataDir: texts['data-dir'],
     keep: flags.keep,
     reuse: texts.reuse,
+    database: texts.database,
   }).catch((err: unknown) => {
     log(`error: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);

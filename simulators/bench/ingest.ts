@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 import '../supported-node.js';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { type BareServer, registerLoadChargers, startBareServer } from './bare-baseline.js';
-import { benchArgsOrExit } from './bench-args.js';
+import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import { type BenchDatabase, type BenchStorage, withBenchDatabase } from './bench-database.js';
 import { startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
 import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js';
@@ -21,8 +20,27 @@ import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js
  * generator.
  * Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
  */
-export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 15, ROUNDS = 5) {
-  const platform = await startBenchPlatform();
+export function measureIngest(
+  DEVICES = 2000,
+  CONNECTIONS = 64,
+  SECONDS = 15,
+  ROUNDS = 5,
+  storage: BenchStorage = {},
+) {
+  return withBenchDatabase(storage, (database) =>
+    ingestOn(database, storage.keep === true, DEVICES, CONNECTIONS, SECONDS, ROUNDS),
+  );
+}
+
+async function ingestOn(
+  database: BenchDatabase,
+  keep: boolean,
+  DEVICES: number,
+  CONNECTIONS: number,
+  SECONDS: number,
+  ROUNDS: number,
+) {
+  const platform = await startBenchPlatform([], { database: database.choice, keep });
   let bare: BareServer | undefined;
   try {
     // Chargers register over the API; tokens for the load.
@@ -94,13 +112,12 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
     // Every acknowledged record must be in the database. autocannon ends a round by closing its connections, so
     // up to one request per connection per round was sent (and maybe stored) but never answered: stored lies
     // between the acknowledged and the sent.
-    const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
-    const stored = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
-    db.close();
+    const stored = await database.count(platform.dataDir, 'telemetry');
     const acknowledged = [warm[0]!, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0);
 
     const result = {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,
+      backend: database.backend,
       devices: DEVICES,
       connections: CONNECTIONS,
       seconds: SECONDS,
@@ -131,11 +148,12 @@ export async function measureIngest(DEVICES = 2000, CONNECTIONS = 64, SECONDS = 
   } finally {
     bare?.stop();
     await platform.stop();
+    if (keep) process.stderr.write(`data directory kept: ${platform.dataDir}\n`);
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = benchArgsOrExit({
+  const { values, texts, flags } = benchArgsOrExit({
     usage: `Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
   authenticated telemetry POSTs at full speed, platform against a bare node:https server, in alternating rounds`,
     options: {
@@ -144,9 +162,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       seconds: { default: 15, help: 'seconds of load for each side, split over the rounds' },
       rounds: { default: 5, integer: true, help: 'alternating rounds' },
     },
+    texts: { database: DATABASE_OPTION },
+    flags: { keep: { help: 'keep the data directory (and the PostgreSQL database) to look at afterwards' } },
   });
   const { devices, connections, seconds, rounds } = values;
-  process.stdout.write(
-    `${JSON.stringify(await measureIngest(devices, connections, seconds, rounds), null, 2)}\n`,
-  );
+  const storage = { database: texts.database, keep: flags.keep };
+  const figures = await measureIngest(devices, connections, seconds, rounds, storage);
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 }
