@@ -1,0 +1,126 @@
+import type { ControlView, FlexibilityRequest } from '../../shared/index.js';
+import {
+  controlCommandParams,
+  controlProgress,
+  effectiveControlStatus,
+  planCancellation,
+} from '../domain/flexibility.js';
+import { newId } from '../ids.js';
+import type { NewCommand, Store } from '../storage/store.js';
+import type { CommandService } from './command-service.js';
+
+/**
+ * Load-flexibility controls (spec: `/v1/operator/control/flexibility`): fanning a control out to its chargers,
+ * following it and cancelling it. The rules are `domain/flexibility.ts`; every command change goes through the
+ * command service, which wakes the chargers and publishes the events.
+ */
+export interface ControlServiceDeps {
+  store: Store;
+  commands: CommandService;
+  now(): number;
+}
+
+/** Who acts: the client, and the operators whose chargers and controls it may reach. */
+export interface ControlActor {
+  clientId: string;
+  operatorIds: readonly string[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+// Deps are read at each call, not destructured, so the service sees the context as it is when a request runs.
+export function createControlService(deps: ControlServiceDeps) {
+  /** The control, if one of the actor's operators may follow it; another tenant's is as good as missing. */
+  async function visibleControl(controlId: string, operatorIds: readonly string[]) {
+    const found = await deps.store.getControl(controlId);
+    return found?.control.operator_ids.some((o) => operatorIds.includes(o)) ? found : undefined;
+  }
+
+  return {
+    /**
+     * Starts a control on every charger of the targets the actor may reach. `targetIds` are the request's,
+     * without duplicates, and already checked to be the actor's.
+     */
+    async start(
+      request: FlexibilityRequest,
+      targetIds: readonly string[],
+      actor: ControlActor,
+    ): Promise<{ control_id: string; status: 'executing'; device_count: number }> {
+      const deviceIds = await deps.store.listDeviceIdsForTargets(actor.operatorIds, {
+        type: request.target_type,
+        ids: targetIds,
+      });
+      const start = deps.now();
+      const control_id = newId('ctl');
+      const { params, endMs: end } = controlCommandParams(request.params, control_id, start);
+      await deps.commands.createControl(
+        {
+          control_id,
+          client_id: actor.clientId,
+          target_type: request.target_type,
+          target_ids: [...targetIds],
+          command: request.command,
+          params,
+          status: 'executing',
+          created_ms: start,
+          ends_ms: end,
+          operator_ids: [...actor.operatorIds],
+        },
+        deviceIds.map((device_id) => ({
+          device_id,
+          command: request.command,
+          params,
+          expiry_ms: end,
+          control_id,
+          client_id: actor.clientId,
+        })),
+      );
+      return { control_id, status: 'executing', device_count: deviceIds.length };
+    },
+
+    /** A control with its per-charger progress; undefined when missing or not the actor's. */
+    async view(controlId: string, operatorIds: readonly string[]): Promise<ControlView | undefined> {
+      const found = await visibleControl(controlId, operatorIds);
+      if (!found) return undefined;
+      const { control, commands } = found;
+      return {
+        control_id: control.control_id,
+        status: effectiveControlStatus(control.status, control.ends_ms, deps.now()),
+        command: control.command,
+        params: control.params,
+        target_type: control.target_type,
+        target_ids: control.target_ids,
+        created_at: iso(control.created_ms),
+        ends_at: iso(control.ends_ms),
+        device_count: commands.length,
+        progress: controlProgress(commands),
+        devices: commands,
+      };
+    },
+
+    /**
+     * Cancels a control: its queued commands are cancelled, and chargers that may already hold it get a
+     * reversal. `not_found` when missing or not the actor's; a conflict when it is no longer executing.
+     */
+    async cancel(
+      controlId: string,
+      actor: ControlActor,
+    ): Promise<'cancelled' | 'not_found' | { conflict: string }> {
+      const found = await visibleControl(controlId, actor.operatorIds);
+      if (!found) return 'not_found';
+      const t = deps.now();
+      const plan = planCancellation(found.control, found.commands, t);
+      if (plan.kind === 'conflict') return { conflict: plan.message };
+      const reversals: NewCommand[] = plan.reversalDeviceIds.map((device_id) => ({
+        device_id,
+        command: found.control.command,
+        params: plan.reversalParams,
+        expiry_ms: plan.reversalExpiryMs,
+        client_id: actor.clientId,
+      }));
+      await deps.commands.cancelControl(controlId, reversals, t);
+      return 'cancelled';
+    },
+  };
+}
+export type ControlService = ReturnType<typeof createControlService>;
