@@ -122,7 +122,9 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     // Only SQLite's faults: an unreadable --tls-cert or a refused port are not the data directory's.
     const fault = storageFaultOf(err);
     if (fault?.postgres)
-      throw new ConfigError(`cannot use ${describeChoice(database, opts.dataDir)}: ${(err as Error).message}`);
+      throw new ConfigError(
+        `cannot use ${describeChoice(database, opts.dataDir)}: ${(err as Error).message}`,
+      );
     throw fault ? new DataDirError(dataDirFaultMessage(opts.dataDir, fault), fault) : err;
   }
 }

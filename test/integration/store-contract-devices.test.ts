@@ -590,6 +590,30 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       expect(await store.recordTelemetry(id, [], T0 + 4)).toBe(0);
     });
 
+    it('stores concurrent uploads of several chargers exactly: each counts what it stored first', async () => {
+      const { site } = await operatorWithSite();
+      const a = (await registered('SN-A', site.site_id)).device.device_id;
+      const b = (await registered('SN-B', site.site_id)).device.device_id;
+      const shared = [record(1, T0 - 5_000), record(2, T0 - 5_000)];
+      const onlyA = [record(1, T0 - 4_000)];
+      const onlyB = [record(1, T0 - 4_500), record(2, T0 - 4_500)];
+      // Sent together (on PostgreSQL they go as one statement): A's repeat of its own upload stores nothing.
+      const counts = await Promise.all([
+        store.recordTelemetry(a, [...shared, ...onlyA], T0),
+        store.recordTelemetry(b, [...shared, ...onlyB], T0),
+        store.recordTelemetry(a, shared, T0),
+        store.recordTelemetry(b, [], T0),
+      ]);
+      expect(counts).toEqual([3, 4, 0, 0]);
+      // Each charger's live state is its own newest record.
+      const live = await store.listConnectorsOf([a, b]);
+      const at = (d: string, c: number) => live.find((x) => x.device_id === d && x.connector_id === c);
+      expect(at(a, 1)?.last_telemetry_ms).toBe(T0 - 4_000);
+      expect(at(a, 2)?.last_telemetry_ms).toBe(T0 - 5_000);
+      expect(at(b, 1)?.last_telemetry_ms).toBe(T0 - 4_500);
+      expect(at(b, 2)?.last_telemetry_ms).toBe(T0 - 4_500);
+    });
+
     it('keeps each connector’s newest record as its live state, even when an older one arrives late', async () => {
       const { site } = await operatorWithSite();
       const id = (
