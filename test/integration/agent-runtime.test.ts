@@ -113,7 +113,14 @@ describe('agent runtime against a real platform', () => {
         expect.objectContaining({ connector_id: 2, v2g_capable: true, max_power_kw: 22 }),
       ]),
     );
-    expect(agent.store.getState('last_heartbeat')?.ok).toBe(true);
+    // Online says some request of the charger's arrived (its first long poll may come before its first
+    // heartbeat's answer is stored): wait for that answer.
+    const heartbeat = await waitFor(
+      () => agent.store.getState('last_heartbeat'),
+      (v) => v !== undefined,
+      5_000,
+    );
+    expect(heartbeat?.ok, JSON.stringify(heartbeat)).toBe(true);
     expect(Math.abs(agent.store.getState('clock_skew')?.ms ?? 99_999)).toBeLessThan(1_000);
   });
 
