@@ -234,6 +234,58 @@ describe('energy rollups follow committed transactions (postgres)', () => {
     }
   });
 
+  it('takes rows in numeric transaction order across a change in digits (9…9 then 10…0): none skipped', async () => {
+    const t = await openTestStore('postgres', { now: () => T0 + 86_400_000 });
+    const peek = new pg.Client({ connectionString: t.databaseUrl });
+    try {
+      await peek.connect();
+      const deviceId = await newDevice(t.store);
+      // The day's partition, created by another charger's sample: nothing of this charger is stored
+      // whose late arrival could make a pass recompute its buckets from the raw rows.
+      const day = T0;
+      await t.store.recordTelemetry(
+        await newDevice(t.store),
+        [record({ connector_id: 1, ts_ms: day, power: 1 })],
+        T0,
+      );
+      // Rows of transaction ids on both sides of a power of ten below the current one: as text, '1000…'
+      // sorts before '999…', and a pass that ordered them so ends its chunk on the wrong row and takes the
+      // rows after it again.
+      const current = Number((await peek.query('SELECT pg_current_xact_id()::text AS x')).rows[0].x);
+      let ten = 10;
+      while (ten * 10 + 10 < current) ten *= 10;
+      // One row just below the power of ten, then a chunk's worth (4,000 rows) at it: ordered as text, the
+      // chunk would be the 4,000 and the row below would fall behind the watermark, never rolled up.
+      const below = { connector_id: 1, ts_ms: day + 10_000, power: 50 };
+      const at = Array.from({ length: 4_000 }, (_, i) => ({
+        connector_id: 1,
+        ts_ms: day + 20_000 + i * 1_000,
+        power: 10,
+      }));
+      const samples = [below, ...at];
+      const txids = [ten - 1, ...at.map(() => ten)];
+      await peek.query(
+        `INSERT INTO telemetry (txid, device_id, connector_id, ts_ms, state, power, received_ms)
+         SELECT x::text::xid8, $1, 1, ts, 'charging', p, $5
+         FROM unnest($2::bigint[], $3::bigint[], $4::float8[]) AS r(x, ts, p)`,
+        [deviceId, txids, samples.map((x) => x.ts_ms), samples.map((x) => x.power), T0],
+      );
+      // The pass starts just below them.
+      await peek.query(
+        `INSERT INTO settings (key, value) VALUES ('energy_rollups_up_to', $1)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        [`${ten - 3}:0`],
+      );
+      await t.store.runMaintenance();
+      await t.store.runMaintenance();
+      await expectIntegrated(t.store, deviceId, samples, ROLLUP_MS);
+      expect(t.store.maintenanceStats().rollupLagRows).toBe(0);
+    } finally {
+      await peek.end();
+      await t.close();
+    }
+  });
+
   it('two instances on one database, storing and reading at once, roll up every row once', async () => {
     const now = () => T0 + 86_400_000;
     const t = await openTestStore('postgres', { now });

@@ -204,9 +204,11 @@ export function createPgEnergyRollups(db: PgDatabase, telemetryHorizonMs: () => 
     // Another instance (or a failed transaction) moved the watermark: what is remembered may be stale.
     const cached = newestAt === keyOf(wm) ? newest : new Map<string, PowerSample>();
     const rows = await sql.query<NewRow>(
-      `SELECT txid::text AS txid, id, device_id, connector_id, ts_ms, power FROM telemetry
-       WHERE (txid, id) > ($1::xid8, $2::bigint) AND txid < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY txid, id LIMIT ${CHUNK_ROWS}`,
+      // Ordered by the column, not by the text it is returned as (`ORDER BY txid` would name the output
+      // column: '99999' sorts after '154142', and the index could not serve the order).
+      `SELECT t.txid::text AS txid, t.id, t.device_id, t.connector_id, t.ts_ms, t.power FROM telemetry t
+       WHERE (t.txid, t.id) > ($1::xid8, $2::bigint) AND t.txid < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY t.txid, t.id LIMIT ${CHUNK_ROWS}`,
       [wm.txid, wm.id],
     );
     const last = rows.at(-1);
