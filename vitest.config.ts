@@ -16,8 +16,11 @@ const SQLITE_ONLY = [
   'test/integration/store-write-locks.test.ts',
   'test/integration/platform-faults.test.ts',
 ];
-/** Tests of the PostgreSQL server's own faults: only where one runs (`npm run test:postgres`). */
-const POSTGRES_ONLY = ['test/integration/postgres-faults.test.ts'];
+/** Tests of PostgreSQL's own machinery and faults: only where one runs (`npm run test:postgres`). */
+const POSTGRES_ONLY = [
+  'test/integration/postgres-faults.test.ts',
+  'test/integration/postgres-statistics.test.ts',
+];
 const onPostgres = process.env.TEST_DATABASE === 'postgres';
 
 /** Runs a fleet of hundreds of agents in its process: alone, after everything else, so it neither slows nor is slowed. */

@@ -10,6 +10,7 @@ import { createPgDevices } from './devices.js';
 import { createPgDirectory } from './directory.js';
 import { createPgEnergyRollups } from './energy-rollups.js';
 import { createPgRetention } from './retention.js';
+import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
 import { createTelemetryPartitions } from './telemetry-partitions.js';
 
@@ -18,6 +19,8 @@ export { describeDatabase, isPostgresUrl } from './database.js';
 const ROLLUP_EVERY_MS = 1_000;
 const RETENTION_EVERY_MS = 10 * 60_000;
 const RETENTION_FIRST_MS = 30_000;
+/** How often the server looks for tables whose planner statistics are stale (`statistics.ts`). */
+const ANALYZE_EVERY_MS = 30_000;
 /** How soon a lost LISTEN connection is opened again. */
 const RELISTEN_MS = 1_000;
 /** How far back a telemetry day gets its own partition when telemetry is kept forever. */
@@ -78,6 +81,17 @@ export async function createPostgresStore(
   retentionTimer?.unref();
   const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;
   firstPrune?.unref();
+  let analyzing: Promise<unknown> | undefined;
+  const analyzeTimer = maintenance
+    ? setInterval(() => {
+        analyzing ??= analyzeStaleTables(db)
+          .catch(() => undefined)
+          .finally(() => {
+            analyzing = undefined;
+          });
+      }, ANALYZE_EVERY_MS)
+    : undefined;
+  analyzeTimer?.unref();
 
   return {
     ...directory,
@@ -115,6 +129,8 @@ export async function createPostgresStore(
       clearInterval(rollupTimer);
       clearInterval(retentionTimer);
       clearTimeout(firstPrune);
+      clearInterval(analyzeTimer);
+      await analyzing;
       await rollups.idle();
       await pruning.idle();
       await changes?.close();
