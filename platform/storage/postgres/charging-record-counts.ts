@@ -6,6 +6,7 @@ import {
   startEdges,
   startWindows,
 } from '../../domain/record-paging.js';
+import { type CounterChange, counterChanges } from '../charging-record-rows.js';
 import type { Sql } from './database.js';
 
 /**
@@ -37,29 +38,14 @@ export function scopeOf(p: Params, operatorIds: readonly string[], connectorId: 
     : `${operators} AND connector_id = ${p.add(connectorId, 'int')}`;
 }
 
-type CounterRow = [operatorId: string, side: 0 | 1, dayMs: number, connectorId: number, by: number];
-
-/**
- * Counter changes gathered over one call and written once per (operator, side, day, connector): a request's
- * hundred records fall on a few days, so it costs one upsert statement rather than two per record.
- */
-export function counterChanges() {
-  const changes = new Map<string, CounterRow>();
-  const add = (operatorId: string, connectorId: number, startDay: number, endDay: number, by: number) => {
-    for (const [side, day] of [
-      [0, startDay],
-      [1, endDay],
-    ] as const) {
-      const key = `${operatorId}|${side}|${day}|${connectorId}`;
-      const row = changes.get(key);
-      if (row) row[4] += by;
-      else changes.set(key, [operatorId, side, day, connectorId, by]);
-    }
-  };
+/** Counter changes of one call, each written once (`../charging-record-rows.ts`), as one upsert. */
+export function counterWrites() {
+  const changes = counterChanges();
+  const add = changes.add;
   /** Adds to the counters (concurrent writers add, never overwrite) and drops those left at zero. */
   const write = async (sql: Sql) => {
     // One key order for every writer, so that two transactions never wait on each other's rows crosswise.
-    const rows = [...changes.values()].filter((r) => r[4] !== 0).sort(byKey);
+    const rows = changes.rows().sort(byKey);
     if (rows.length === 0) return;
     const left = await sql.query<{
       operator_id: string;
@@ -91,12 +77,12 @@ export function counterChanges() {
   return { add, write };
 }
 
-function byKey(a: CounterRow, b: CounterRow): number {
+function byKey(a: CounterChange, b: CounterChange): number {
   if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
   return a[1] - b[1] || a[2] - b[2] || a[3] - b[3];
 }
 
-function columnsOf(rows: readonly CounterRow[]): unknown[][] {
+function columnsOf(rows: readonly CounterChange[]): unknown[][] {
   return [0, 1, 2, 3, 4].map((i) => rows.map((r) => r[i]));
 }
 

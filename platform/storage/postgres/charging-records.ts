@@ -1,8 +1,9 @@
 import type { ChargingRecord, ChargingRecordsQuery } from '../../../shared/index.js';
 import { DAY_MS, dayOf } from '../../domain/record-paging.js';
+import { type StoredChargingRecord, toChargingRecord } from '../charging-record-rows.js';
 import type { Page } from '../store.js';
 import {
-  counterChanges,
+  counterWrites,
   locateByCounts,
   MAX_DURATION_SETTING,
   type Params,
@@ -26,23 +27,6 @@ export interface PgChargingRecords {
   insert(records: readonly ChargingRecord[], receivedMs: number): Promise<number>;
   /** Inside the caller's transaction, when a device moves to another site: its records and counts move too. */
   deviceMoved(sql: Sql, deviceId: string): Promise<void>;
-}
-
-interface RawRecord {
-  record_id: string;
-  device_id: string;
-  connector_id: number;
-  start_ms: number;
-  end_ms: number;
-  energy: number;
-  max_power: number | null;
-  avg_power: number | null;
-  cost: number | null;
-  meter_start: number | null;
-  meter_end: number | null;
-  vin: string | null;
-  soc_start: number | null;
-  soc_end: number | null;
 }
 
 const COLUMNS = `record_id, device_id, connector_id, start_ms, end_ms, energy, max_power, avg_power, cost,
@@ -95,7 +79,7 @@ export function createPgChargingRecords(db: PgDatabase): PgChargingRecords {
          GROUP BY operator_id, connector_id, start_day, end_day`,
         [deviceId],
       );
-      const counts = counterChanges();
+      const counts = counterWrites();
       for (const d of days) {
         if (d.operator_id === to) continue;
         if (d.operator_id !== null) counts.add(d.operator_id, d.connector_id, d.start_day, d.end_day, -d.n);
@@ -160,7 +144,7 @@ async function insertRecords(
      RETURNING operator_id, connector_id, start_ms, end_ms`,
     [...recordColumns(records, operators), receivedMs],
   );
-  const counts = counterChanges();
+  const counts = counterWrites();
   let longest = 0;
   for (const r of stored) {
     if (r.operator_id !== null)
@@ -250,35 +234,10 @@ async function listForDevice(
 }
 
 async function readPage(sql: Sql, p: Params, where: readonly string[], size: number, skip: number) {
-  const rows = await sql.query<RawRecord>(
+  const rows = await sql.query<StoredChargingRecord>(
     `SELECT ${COLUMNS} FROM charging_records WHERE ${where.join(' AND ')}
      ${ORDER} LIMIT ${p.add(size, 'int')} OFFSET ${p.add(skip, 'int')}`,
     p.values,
   );
-  return rows.map(toRecord);
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function toRecord(r: RawRecord): ChargingRecord {
-  const rec: ChargingRecord = {
-    record_id: r.record_id,
-    device_id: r.device_id,
-    connector_id: r.connector_id,
-    start_time: iso(r.start_ms),
-    end_time: iso(r.end_ms),
-    energy: r.energy,
-  };
-  if (r.max_power !== null) rec.max_power = r.max_power;
-  if (r.avg_power !== null) rec.avg_power = r.avg_power;
-  if (r.cost !== null) rec.cost = r.cost;
-  if (r.meter_start !== null) rec.meter_start = r.meter_start;
-  if (r.meter_end !== null) rec.meter_end = r.meter_end;
-  if (r.vin !== null || r.soc_start !== null || r.soc_end !== null) {
-    rec.vehicle_info = {};
-    if (r.vin !== null) rec.vehicle_info.vin = r.vin;
-    if (r.soc_start !== null) rec.vehicle_info.soc_start = r.soc_start;
-    if (r.soc_end !== null) rec.vehicle_info.soc_end = r.soc_end;
-  }
-  return rec;
+  return rows.map(toChargingRecord);
 }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../../shared/index.js';
 import { DAY_MS, dayOf, locatePage, startEdges, startWindows } from '../../domain/record-paging.js';
+import { counterChanges, type StoredChargingRecord, toChargingRecord } from '../charging-record-rows.js';
 import type { Page } from '../store.js';
 import type { SqlReader } from './reader.js';
 
@@ -28,23 +29,6 @@ export interface SqliteChargingRecords {
 }
 
 const MAX_DURATION_SETTING = 'charging_record_max_duration_ms';
-
-interface RawRecord {
-  record_id: string;
-  device_id: string;
-  connector_id: number;
-  start_ms: number;
-  end_ms: number;
-  energy: number;
-  max_power: number | null;
-  avg_power: number | null;
-  cost: number | null;
-  meter_start: number | null;
-  meter_end: number | null;
-  vin: string | null;
-  soc_start: number | null;
-  soc_end: number | null;
-}
 
 export function createSqliteChargingRecords(db: Database.Database, reader: SqlReader): SqliteChargingRecords {
   const stmt = {
@@ -154,12 +138,12 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
       where.push('start_ms >= ?');
       args.push(at.fromMs);
     }
-    const rows = await reader.all<RawRecord>(
+    const rows = await reader.all<StoredChargingRecord>(
       `SELECT * FROM charging_records WHERE ${where.join(' AND ')}
        ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`,
       [...args, q.size, at.skip],
     );
-    return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
+    return { total, page: q.page, size: q.size, items: rows.map(toChargingRecord) };
   };
 
   const listForDevice = async (
@@ -183,34 +167,22 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     }
     const from = `FROM charging_records WHERE ${where.join(' AND ')}`;
     const total = (await reader.get<{ n: number }>(`SELECT COUNT(*) AS n ${from}`, args))?.n ?? 0;
-    const rows = await reader.all<RawRecord>(
+    const rows = await reader.all<StoredChargingRecord>(
       `SELECT * ${from} ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`,
       [...args, q.size, (q.page - 1) * q.size],
     );
-    return { total, page: q.page, size: q.size, items: rows.map(toRecord) };
+    return { total, page: q.page, size: q.size, items: rows.map(toChargingRecord) };
   };
 
-  /**
-   * Counter changes gathered over one call and written once per (operator, side, day, connector): a request's
-   * hundred records fall on a few days, so it costs a few upserts rather than two per record.
-   */
-  const counterChanges = () => {
-    const changes = new Map<string, [string, 0 | 1, number, number, number]>();
-    const add = (operatorId: string, connectorId: number, startDay: number, endDay: number, by: number) => {
-      for (const [side, day] of [
-        [0, startDay],
-        [1, endDay],
-      ] as const) {
-        const key = `${operatorId}|${side}|${day}|${connectorId}`;
-        const row = changes.get(key);
-        if (row) row[4] += by;
-        else changes.set(key, [operatorId, side, day, connectorId, by]);
-      }
+  /** Counter changes of one call, each written once (`charging-record-rows.ts`). */
+  const counterWrites = () => {
+    const changes = counterChanges();
+    return {
+      add: changes.add,
+      write: () => {
+        for (const row of changes.rows()) stmt.count.run(...row);
+      },
     };
-    const write = () => {
-      for (const row of changes.values()) if (row[4] !== 0) stmt.count.run(...row);
-    };
-    return { add, write };
   };
 
   return {
@@ -222,7 +194,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     },
     insert(records, receivedMs) {
       const operators = new Map<string, string | null>();
-      const counts = counterChanges();
+      const counts = counterWrites();
       let inserted = 0;
       let longest = maxDurationMs;
       for (const r of records) {
@@ -273,7 +245,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
         n: number;
       }>;
       const from = new Set<string>();
-      const counts = counterChanges();
+      const counts = counterWrites();
       for (const d of days) {
         if (d.operator_id === to) continue;
         if (d.operator_id !== null) {
@@ -287,29 +259,4 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
       stmt.moveDevice.run(to, deviceId);
     },
   };
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function toRecord(r: RawRecord): ChargingRecord {
-  const rec: ChargingRecord = {
-    record_id: r.record_id,
-    device_id: r.device_id,
-    connector_id: r.connector_id,
-    start_time: iso(r.start_ms),
-    end_time: iso(r.end_ms),
-    energy: r.energy,
-  };
-  if (r.max_power !== null) rec.max_power = r.max_power;
-  if (r.avg_power !== null) rec.avg_power = r.avg_power;
-  if (r.cost !== null) rec.cost = r.cost;
-  if (r.meter_start !== null) rec.meter_start = r.meter_start;
-  if (r.meter_end !== null) rec.meter_end = r.meter_end;
-  if (r.vin !== null || r.soc_start !== null || r.soc_end !== null) {
-    rec.vehicle_info = {};
-    if (r.vin !== null) rec.vehicle_info.vin = r.vin;
-    if (r.soc_start !== null) rec.vehicle_info.soc_start = r.soc_start;
-    if (r.soc_end !== null) rec.vehicle_info.soc_end = r.soc_end;
-  }
-  return rec;
 }
