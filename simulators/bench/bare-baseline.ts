@@ -5,7 +5,8 @@ import { type BenchPlatform, call } from './bench-platform.js';
 
 /**
  * What the ingest benchmarks share: chargers registered over the API with their bearer headers, and the bare
- * node:https baseline (`bare-server.ts`) on the platform's own certificate, as a process of its own.
+ * baselines (`bare-server.ts`: node:https alone, or Fastify alone) on the platform's own certificate, each as a
+ * process of its own.
  */
 export async function registerLoadChargers(
   platform: BenchPlatform,
@@ -38,7 +39,10 @@ export interface BareServer {
   stop(): void;
 }
 
-export async function startBareServer(platform: BenchPlatform): Promise<BareServer> {
+export async function startBareServer(
+  platform: BenchPlatform,
+  flavour: 'node' | 'fastify' = 'node',
+): Promise<BareServer> {
   const tlsDir = join(platform.dataDir, 'tls');
   const child = spawn(
     process.execPath,
@@ -46,6 +50,7 @@ export async function startBareServer(platform: BenchPlatform): Promise<BareServ
       fileURLToPath(new URL('./bare-server.js', import.meta.url)),
       join(tlsDir, 'cert.pem'),
       join(tlsDir, 'key.pem'),
+      flavour,
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );

@@ -10,11 +10,12 @@ import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js
 /**
  * Ingest benchmark: authenticated telemetry POSTs over HTTPS keep-alive at full speed from many chargers (so
  * that none exceeds its own 10/s limit), against the platform and, in the same run with the same generator and
- * certificate, against a bare node:https server answering the same request. Prints rps, p50/p99 and the ratio,
- * and checks that every accepted record was stored.
+ * certificate, against a bare node:https server answering the same request (the goal's baseline) and a bare
+ * Fastify server doing the same (what the framework alone costs). Prints rps, p50/p99 and the ratios, and checks
+ * that every accepted record was stored.
  *
- * The two are measured in alternating rounds (platform, bare, bare, platform, ...), so that a machine whose speed
- * drifts during the run (a shared host) weighs on both alike. The generator is autocannon (load-generator.ts);
+ * The three are measured in rotating rounds (platform, bare, Fastify; bare, Fastify, platform; ...), so that a
+ * machine whose speed drifts during the run (a shared host) weighs on all alike. The generator is autocannon (load-generator.ts);
  * the CPU each server and the generator used during their rounds is reported, so that a reader can see the bare
  * server driven to its own limit (about one core: node:https is single-threaded) rather than capped by the
  * generator.
@@ -42,6 +43,7 @@ async function ingestOn(
 ) {
   const platform = await startBenchPlatform([], { database: database.choice, keep });
   let bare: BareServer | undefined;
+  let fastify: BareServer | undefined;
   try {
     // Chargers register over the API; tokens for the load.
     const headers = await registerLoadChargers(platform, 'INGEST', DEVICES);
@@ -68,14 +70,17 @@ async function ingestOn(
       body: `{"timestamp":"${new Date(base).toISOString()}${BODY_TAIL}`,
     };
 
-    bare = await startBareServer(platform);
+    bare = await startBareServer(platform, 'node');
+    fastify = await startBareServer(platform, 'fastify');
     const targets = {
       platform: { origin: platform.url.replace('localhost', '127.0.0.1'), pid: platform.pid },
       bare: { origin: bare.origin, pid: bare.pid },
+      fastify: { origin: fastify.origin, pid: fastify.pid },
     };
+    const sides = Object.keys(targets) as Array<keyof typeof targets>;
     /** CPU seconds the server and the generator used during each side's measured rounds. */
     const zero = () => ({ server: 0, generator: 0 });
-    let cpu = { platform: zero(), bare: zero() };
+    let cpu = { platform: zero(), bare: zero(), fastify: zero() };
     const round = async (which: keyof typeof targets, ms: number) => {
       const target = targets[which];
       const serverBefore = sampleProcess(target.pid);
@@ -94,18 +99,23 @@ async function ingestOn(
     };
 
     // Warm-up: connections, JIT, the platform's caches; not counted (but stored, and checked below).
-    const warm = [await round('platform', 2000), await round('bare', 2000)];
-    cpu = { platform: zero(), bare: zero() };
-    const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[] };
+    const warm = [];
+    for (const which of sides) warm.push(await round(which, 2000));
+    cpu = { platform: zero(), bare: zero(), fastify: zero() };
+    const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[], fastify: [] as LoadRound[] };
     const hostBefore = sampleHostCpu();
     const roundMs = (SECONDS * 1000) / ROUNDS;
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? (['platform', 'bare'] as const) : (['bare', 'platform'] as const);
-      for (const which of order) rounds[which].push(await round(which, roundMs));
+      // Each round starts one side later: every side runs first, second and last in turn.
+      for (let k = 0; k < sides.length; k++) {
+        const which = sides[(r + k) % sides.length]!;
+        rounds[which].push(await round(which, roundMs));
+      }
     }
     const steal = stealPercent(hostBefore, sampleHostCpu());
     const onPlatform = summarizeLoad(rounds.platform);
     const onBare = summarizeLoad(rounds.bare);
+    const onFastify = summarizeLoad(rounds.fastify);
     const cores = (which: keyof typeof targets, part: 'server' | 'generator') =>
       Math.round((cpu[which][part] / rounds[which].reduce((s, r) => s + r.seconds, 0)) * 100) / 100;
 
@@ -124,7 +134,13 @@ async function ingestOn(
       rounds: ROUNDS,
       platform: onPlatform,
       bare_https: onBare,
+      bare_fastify: onFastify,
+      /** The goal's figure: the platform against node:https alone. */
       ratio: Math.round((onPlatform.rps / onBare.rps) * 1000) / 1000,
+      /** Fastify alone against node:https alone: the ceiling of any Fastify application on this machine. */
+      fastify_ratio: Math.round((onFastify.rps / onBare.rps) * 1000) / 1000,
+      /** The platform against Fastify alone: what the platform's own work (auth, validation, storage) costs. */
+      ratio_to_fastify: Math.round((onPlatform.rps / onFastify.rps) * 1000) / 1000,
       /** Each round's requests per second, in the order measured: how much the machine drifted. */
       /** Share of the machine's CPU the hypervisor gave to others during the rounds, %. */
       cpu_steal_percent: steal,
@@ -134,10 +150,13 @@ async function ingestOn(
         generator_against_platform: cores('platform', 'generator'),
         bare_server: cores('bare', 'server'),
         generator_against_bare: cores('bare', 'generator'),
+        fastify_server: cores('fastify', 'server'),
+        generator_against_fastify: cores('fastify', 'generator'),
       },
       rps_by_round: {
         platform: rounds.platform.map((r) => Math.round(r.latencies.length / r.seconds)),
         bare: rounds.bare.map((r) => Math.round(r.latencies.length / r.seconds)),
+        fastify: rounds.fastify.map((r) => Math.round(r.latencies.length / r.seconds)),
       },
       sent,
       acknowledged,
@@ -147,6 +166,7 @@ async function ingestOn(
     return result;
   } finally {
     bare?.stop();
+    fastify?.stop();
     await platform.stop();
     if (keep) process.stderr.write(`data directory kept: ${platform.dataDir}\n`);
   }
@@ -155,12 +175,12 @@ async function ingestOn(
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values, texts, flags } = benchArgsOrExit({
     usage: `Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
-  authenticated telemetry POSTs at full speed, platform against a bare node:https server, in alternating rounds`,
+  authenticated telemetry POSTs at full speed, platform against bare node:https and bare Fastify, in rotating rounds`,
     options: {
       devices: { default: 2000, integer: true, help: 'chargers sending (none over its own rate limit)' },
       connections: { default: 64, integer: true, help: 'keep-alive connections of the load generator' },
       seconds: { default: 15, help: 'seconds of load for each side, split over the rounds' },
-      rounds: { default: 5, integer: true, help: 'alternating rounds' },
+      rounds: { default: 5, integer: true, help: 'rotating rounds' },
     },
     texts: { database: DATABASE_OPTION },
     flags: { keep: { help: 'keep the data directory (and the PostgreSQL database) to look at afterwards' } },
