@@ -16,10 +16,15 @@ const SQLITE_ONLY = [
   'test/integration/store-write-locks.test.ts',
   'test/integration/platform-faults.test.ts',
 ];
-/** Tests of PostgreSQL's own machinery and faults: only where one runs (`npm run test:postgres`). */
+/**
+ * Tests of PostgreSQL's own machinery and faults, and of several instances sharing PostgreSQL and Redis: only
+ * where those servers run (`npm run test:postgres`, which CI runs), never in the README's `npm test`.
+ */
 const POSTGRES_ONLY = [
   'test/integration/postgres-faults.test.ts',
   'test/integration/postgres-statistics.test.ts',
+  'test/integration/redis-coordination.test.ts',
+  'test/integration/several-instances.test.ts',
 ];
 const onPostgres = process.env.TEST_DATABASE === 'postgres';
 

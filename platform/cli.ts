@@ -3,7 +3,7 @@ import './supported-node.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
-import { ConfigError, type RunningPlatform, startServing } from './serve.js';
+import { ConfigError, REDIS_ENV, type RunningPlatform, startServing } from './serve.js';
 import {
   DATABASE_ENV,
   type DatabaseChoice,
@@ -87,6 +87,7 @@ function banner(running: RunningPlatform, env: string): string {
     `charger-platform ${env} listening on ${running.url}`,
     `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
   ];
+  if (running.redis) lines.push(`instance ${running.instanceId}, sharing state through ${running.redis}`);
   const sb = running.sandbox;
   if (sb) {
     lines.push(
@@ -117,6 +118,16 @@ program
   .description('Serve both API surfaces over HTTPS')
   .requiredOption('--data-dir <dir>', 'data directory (keys, TLS material, and the SQLite database)')
   .addOption(databaseOption())
+  .addOption(
+    new Option(
+      '--redis <url>',
+      `redis:// URL of the Redis that several instances share (with --database postgres://...; or set ${REDIS_ENV})`,
+    ).env(REDIS_ENV),
+  )
+  .option(
+    '--instance-id <name>',
+    "this instance's name in logs, metrics and /readyz (default: host name and pid)",
+  )
   .option('--host <host>', 'address to listen on', '127.0.0.1')
   .option('--port <port>', 'port to listen on (0 picks a free one)', integer(0, 65535), 8443)
   .addOption(
@@ -166,6 +177,8 @@ program
       },
       dataDir: o.dataDir,
       database: o.database,
+      redis: o.redis,
+      instanceId: o.instanceId,
       host: o.host,
       port: o.port,
       env: o.env,

@@ -1,7 +1,7 @@
 /**
  * Wakes long polls (`GET /v1/device/commands?wait=`) the moment a command is queued for their device.
  * A poll subscribes before it reads the queue, so a command queued in between cannot be missed.
- * In-process; several platform instances would relay the same signal over a shared bus.
+ * In-process; several platform instances relay the same signal over Redis (`coordination/relay.ts`).
  */
 export interface CommandWaiter {
   /** Resolves `true` when woken, `false` after `timeoutMs` or when `signal` aborts. */
@@ -11,6 +11,9 @@ export interface CommandWaiter {
 
 export function createCommandNotifier() {
   const waiters = new Map<string, Set<() => void>>();
+  /** Parked polls, released (answered empty) when the instance shuts down. */
+  const parked = new Set<() => void>();
+  let released = false;
 
   return {
     subscribe(deviceId: string): CommandWaiter {
@@ -33,21 +36,24 @@ export function createCommandNotifier() {
       };
       return {
         wait(timeoutMs, signal) {
-          if (woken) {
+          if (woken || released) {
             cancel();
-            return Promise.resolve(true);
+            return Promise.resolve(woken);
           }
           return new Promise<boolean>((resolve) => {
             const finish = (result: boolean) => {
               clearTimeout(timer);
               signal?.removeEventListener('abort', onAbort);
+              parked.delete(onRelease);
               cancel();
               resolve(result);
             };
             const onAbort = () => finish(false);
+            const onRelease = () => finish(false);
             const timer = setTimeout(() => finish(false), timeoutMs);
             wakeUp = () => finish(true);
             signal?.addEventListener('abort', onAbort, { once: true });
+            parked.add(onRelease);
           });
         },
         cancel,
@@ -57,6 +63,14 @@ export function createCommandNotifier() {
       const set = waiters.get(deviceId);
       if (!set) return;
       for (const wake of [...set]) wake();
+    },
+    /**
+     * Shutdown: every parked poll is answered now (with what is pending, usually nothing) instead of holding
+     * the instance open for up to 30 s, and later polls no longer wait: the chargers move on to another instance.
+     */
+    releaseAll(): void {
+      released = true;
+      for (const release of [...parked]) release();
     },
     /** Chargers holding an open long poll right now. */
     connectedDevices(): number {

@@ -7,13 +7,25 @@ import type { Store } from './storage/store.js';
  * Prometheus metrics (`GET /metrics`): requests and latencies per route, chargers online and connected,
  * commands by status, stream subscribers and rate-limit refusals. Labels are route patterns, never ids.
  */
+/** What an instance shares through Redis, for its metrics (`server.ts`). */
+export interface CoordinationStats {
+  redisUp: boolean;
+  /** Decisions taken locally because Redis did not answer. */
+  fallbacks: { rateLimit: number; replay: number };
+  relay: { published: number; received: number; failed: number };
+}
+
 export function createMetrics(sources: {
+  /** Every series carries it, so that one Prometheus scrapes several instances apart. */
+  instanceId: string;
   store: Store;
+  coordination?: () => CoordinationStats;
   onlineChargers: () => number;
   connectedChargers: () => number;
   streamSubscribers: () => number;
 }) {
   const registry = new Registry();
+  registry.setDefaultLabels({ instance: sources.instanceId });
   collectDefaultMetrics({ register: registry, prefix: 'charger_platform_process_' });
   const requests = new Counter({
     name: 'charger_platform_http_requests_total',
@@ -71,21 +83,13 @@ export function createMetrics(sources: {
   });
 
   // Upkeep (DESIGN.md §12): what retention deleted, when it last ran, and how far rollups trail ingest.
-  let prunedSeen: Record<string, number> = {};
-  new Counter({
-    name: 'charger_platform_retention_pruned_rows_total',
-    help: 'Rows deleted by retention, by kind',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-    collect() {
-      const { pruned } = sources.store.maintenanceStats();
-      for (const [kind, n] of Object.entries(pruned)) {
-        const added = n - (prunedSeen[kind] ?? 0);
-        if (added > 0 || prunedSeen[kind] === undefined) this.inc({ kind }, Math.max(0, added));
-      }
-      prunedSeen = pruned;
-    },
-  });
+  cumulativeCounter(
+    registry,
+    'charger_platform_retention_pruned_rows_total',
+    'Rows deleted by retention, by kind',
+    'kind',
+    () => sources.store.maintenanceStats().pruned,
+  );
   new Gauge({
     name: 'charger_platform_retention_passes',
     help: 'Retention passes completed since start',
@@ -118,6 +122,35 @@ export function createMetrics(sources: {
       this.set(sources.store.maintenanceStats().rollupLagRows);
     },
   });
+
+  const coordination = sources.coordination;
+  if (coordination) {
+    new Gauge({
+      name: 'charger_platform_redis_up',
+      help: 'Whether the shared Redis answers (1) or this instance runs on local state (0)',
+      registers: [registry],
+      collect() {
+        this.set(coordination().redisUp ? 1 : 0);
+      },
+    });
+    cumulativeCounter(
+      registry,
+      'charger_platform_redis_fallbacks_total',
+      'Rate-limit and replay decisions taken on local state because Redis did not answer',
+      'kind',
+      () => {
+        const f = coordination().fallbacks;
+        return { rate_limit: f.rateLimit, replay: f.replay };
+      },
+    );
+    cumulativeCounter(
+      registry,
+      'charger_platform_relay_messages_total',
+      'Wake-ups and stream events exchanged with other instances through Redis',
+      'direction',
+      () => coordination().relay,
+    );
+  }
 
   const recorder: PlatformMetrics = {
     rateLimited(rateClass) {
@@ -157,4 +190,27 @@ export function createMetrics(sources: {
       });
     },
   };
+}
+
+/** A Prometheus counter per label value over running totals kept elsewhere: each scrape adds what was added. */
+function cumulativeCounter(
+  registry: Registry,
+  name: string,
+  help: string,
+  label: string,
+  totals: () => Record<string, number>,
+): void {
+  let seen: Record<string, number> = {};
+  new Counter({
+    name,
+    help,
+    labelNames: [label],
+    registers: [registry],
+    collect() {
+      const now = totals();
+      for (const [value, n] of Object.entries(now))
+        this.inc({ [label]: value }, Math.max(0, n - (seen[value] ?? 0)));
+      seen = now;
+    },
+  });
 }

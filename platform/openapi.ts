@@ -63,6 +63,21 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
   },
   {
     method: 'GET',
+    url: '/readyz',
+    operation: {
+      tags: ['system'],
+      summary: 'Readiness probe for load balancers (not enveloped): storage and Redis answer, not draining',
+      responses: {
+        '200': { description: 'Ready', content: { 'application/json': { schema: { type: 'object' } } } },
+        '503': {
+          description: 'Not ready (a dependency does not answer, or the instance is shutting down)',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
+    },
+  },
+  {
+    method: 'GET',
     url: '/metrics',
     operation: {
       tags: ['system'],

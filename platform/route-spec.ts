@@ -121,15 +121,23 @@ export function registerRoutes(
       url: spec.url,
       ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
       handler: async (request, reply) => {
-        if (spec.auth.kind === 'operator') authenticateOperator(ctx, request, spec.auth.scope);
-        else if (spec.auth.kind === 'device') authenticateDevice(ctx, request);
+        const authenticated =
+          spec.auth.kind === 'operator'
+            ? authenticateOperator(ctx, request, spec.auth.scope)
+            : spec.auth.kind === 'device'
+              ? authenticateDevice(ctx, request)
+              : undefined;
+        if (authenticated) await authenticated;
         const subject = subjectOf(request);
         if (spec.rate && subject) {
           const limited = enforceRateLimit(ctx, spec.rate, subject, reply);
           if (limited) await limited;
         }
         // A present signature is verified on reads too (docs/api.md); only writes can be made to require one.
-        if (spec.auth.kind !== 'none') verifyRequestSignature(ctx, request);
+        if (spec.auth.kind !== 'none') {
+          const verified = verifyRequestSignature(ctx, request);
+          if (verified) await verified;
+        }
 
         const params = spec.params ? parse(spec.params, request.params) : undefined;
         const query = spec.query ? parse(spec.query, request.query ?? {}) : undefined;

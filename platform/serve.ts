@@ -1,7 +1,8 @@
 import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
+import { createRedisLink, type RedisLink, redactedUrl } from './coordination/redis-link.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
-import { buildPlatform, type Platform } from './server.js';
+import { buildPlatform, defaultInstanceId, type Platform } from './server.js';
 import { type DatabaseChoice, describeChoice, openStore, PlatformKeyMismatch } from './storage/open-store.js';
 import type { RetentionPolicy } from './storage/retention-policy.js';
 import {
@@ -27,6 +28,9 @@ export interface ServeOptions {
   tokenTtl?: number | undefined;
   logLevel?: string | undefined;
   retention?: RetentionPolicy | undefined;
+  /** Redis shared by several instances (DESIGN.md §13); needs PostgreSQL. */
+  redis?: string | undefined;
+  instanceId?: string | undefined;
 }
 
 export interface RunningPlatform {
@@ -35,10 +39,16 @@ export interface RunningPlatform {
   port: number;
   tls: TlsMaterial;
   sandbox?: SandboxInfo | undefined;
+  instanceId: string;
+  /** The shared Redis (password redacted), when configured. */
+  redis?: string | undefined;
   close(): Promise<void>;
 }
 
 export class ConfigError extends Error {}
+
+/** `--redis` from the environment: keeps a password out of the process list. */
+export const REDIS_ENV = 'CHARGER_PLATFORM_REDIS';
 
 const ENV_SETTING = 'environment';
 
@@ -51,10 +61,11 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       'production needs --tls-cert and --tls-key, or --self-signed to create a certificate',
     );
   }
+  const database = opts.database ?? { kind: 'sqlite' };
+  if (opts.redis !== undefined) checkRedisUrl(opts.redis, database);
   // A read-only or unwritable data directory fails here, naming it, before anything is opened.
   ensureWritableDataDir(opts.dataDir);
   const keys = loadOrCreatePlatformKeys(opts.dataDir);
-  const database = opts.database ?? { kind: 'sqlite' };
   const store = await openStore(database, opts.dataDir, keys, {
     server: true,
     ...(opts.retention ? { retention: opts.retention } : {}),
@@ -71,6 +82,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     }
     throw asDataDirError(opts.dataDir, err);
   });
+  let redis: RedisLink | undefined;
   try {
     // Sandbox and production are separate deployments: one data directory never serves both.
     const recorded = await store.getSetting(ENV_SETTING);
@@ -87,6 +99,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
         : await ensureSelfSignedCertificate(opts.dataDir);
     const sandbox = opts.env === 'sandbox' ? await ensureSandbox(store, keys, Date.now()) : undefined;
 
+    const instanceId = opts.instanceId ?? defaultInstanceId();
+    redis = opts.redis ? await connectRedis(opts.redis, instanceId) : undefined;
     const platform = await buildPlatform({
       env: opts.env,
       registration: opts.registration ?? (opts.env === 'sandbox' ? 'open' : 'allowlist'),
@@ -95,6 +109,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       store,
       keys,
       tls,
+      instanceId,
+      ...(redis ? { redis } : {}),
       ...(opts.logLevel && opts.logLevel !== 'silent' ? { log: { level: opts.logLevel } } : {}),
     });
     await platform.app.listen({ host: opts.host, port: opts.port });
@@ -107,17 +123,21 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       port,
       tls,
       sandbox,
+      instanceId,
+      redis: opts.redis ? redactedUrl(opts.redis) : undefined,
       async close() {
         try {
           await platform.close();
         } catch (err) {
           throw asDataDirError(opts.dataDir, err);
         } finally {
+          await redis?.close();
           await store.close();
         }
       },
     };
   } catch (err) {
+    await redis?.close();
     await store.close();
     // Only SQLite's faults: an unreadable --tls-cert or a refused port are not the data directory's.
     const fault = storageFaultOf(err);
@@ -127,4 +147,47 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       );
     throw fault ? new DataDirError(dataDirFaultMessage(opts.dataDir, fault), fault) : err;
   }
+}
+
+/** Several instances share one PostgreSQL database; SQLite is one process's file. */
+function checkRedisUrl(url: string, database: DatabaseChoice): void {
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw new ConfigError(`--redis must be a redis:// or rediss:// URL, not ${JSON.stringify(url)}`);
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:')
+    throw new ConfigError(`--redis must be a redis:// or rediss:// URL, not ${JSON.stringify(url)}`);
+  if (database.kind !== 'postgres')
+    throw new ConfigError(
+      '--redis is for several instances over one PostgreSQL database: add --database postgres://... ' +
+        '(SQLite serves one instance, which needs no Redis)',
+    );
+}
+
+/**
+ * Waits up to 2 s for Redis at start. An instance that cannot reach it still serves, on its own state (rate
+ * limits and the replay cache per instance, no wake-ups from other instances), and says so; it joins the others
+ * as soon as Redis answers.
+ */
+async function connectRedis(url: string, instanceId: string): Promise<RedisLink> {
+  const log = {
+    warn: (obj: object, msg: string) => process.stderr.write(`warning: ${msg} ${JSON.stringify(obj)}\n`),
+    info: () => undefined,
+  };
+  const link = createRedisLink(url, instanceId, log);
+  const ready = await new Promise<boolean>((resolve) => {
+    if (link.available()) return resolve(true);
+    const timer = setTimeout(() => resolve(false), 2_000);
+    link.client.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+  if (!ready)
+    process.stderr.write(
+      `warning: redis ${redactedUrl(url)} does not answer: serving on this instance's own state until it does\n`,
+    );
+  return link;
 }

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import { hostname } from 'node:os';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
@@ -11,6 +12,8 @@ import { createTokenService } from './auth/access-tokens.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
 import type { PlatformContext, PlatformOptions } from './context.js';
+import type { RedisLink } from './coordination/redis-link.js';
+import { shareThroughRedis } from './coordination/shared-state.js';
 import { createStorageFaultLog, installErrorHandling } from './http-errors.js';
 import { createLiveness } from './liveness.js';
 import { createMetrics } from './metrics.js';
@@ -25,7 +28,7 @@ import {
 } from './rate-limit/rate-limiter.js';
 import { type AnyRoute, registerRoutes } from './route-spec.js';
 import { deviceRoutes } from './routes/device-routes.js';
-import { healthRoutes } from './routes/health.js';
+import { answersWithin, healthRoutes } from './routes/health.js';
 import { operatorRoutes } from './routes/operator-routes.js';
 import { createCommandService } from './services/command-service.js';
 import { storageFaultOf } from './storage/storage-faults.js';
@@ -45,6 +48,13 @@ export interface BuildOptions extends PlatformOptions {
   streamPingMs?: number;
   /** How often expired commands and ended controls are swept (ms). */
   sweepEveryMs?: number;
+  /** This instance's name in logs, metrics and health answers (DESIGN.md §13); default host name and pid. */
+  instanceId?: string;
+  /**
+   * Redis shared with the other instances of this platform: rate limits, the replay cache, long-poll wake-ups
+   * and the stream's events (DESIGN.md §13). The caller owns the link and closes it after `close()`.
+   */
+  redis?: RedisLink;
 }
 
 export interface Platform {
@@ -67,12 +77,13 @@ function redactUrl(url: string): string {
 
 export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   const now = opts.now ?? Date.now;
+  const instanceId = opts.instanceId ?? defaultInstanceId();
   const app = Fastify({
     https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' },
     bodyLimit: MAX_BODY_BYTES,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    logger: opts.log ? loggerOptions(opts.log.level, opts.log.stream) : false,
+    logger: opts.log ? loggerOptions(opts.log.level, instanceId, opts.log.stream) : false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -123,11 +134,15 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   });
 
   const directory = await createPrincipalDirectory(opts.store);
-  const rateLimiter = createRateLimiter(opts.rateLimitStore ?? createMemoryRateLimitStore(), now);
+  const shared = opts.redis ? await shareThroughRedis(opts.redis, opts.keys, instanceId, app.log) : undefined;
+  const rateLimiter = createRateLimiter(
+    opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
+    now,
+  );
   const liveness = createLiveness(opts.store, now, (deviceId, status, atMs) =>
     context.events.deviceStatus(deviceId, status, atMs),
   );
-  const notifier = createCommandNotifier();
+  const notifier = shared?.relay.notifier ?? createCommandNotifier();
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -140,7 +155,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     keys: opts.keys,
     directory,
     rateLimiter,
-    replayCache: createReplayCache(),
+    replayCache: shared?.replayCache ?? createReplayCache(),
     notifier,
     commands: createCommandService({ store: opts.store, notifier, events: () => context.events }),
     liveness,
@@ -148,12 +163,14 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     now,
   };
   const stream = createTelemetryStream(context, opts.streamPingMs);
-  context.events = stream.events;
+  context.events = shared ? shared.relay.events(stream.events) : stream.events;
   const metrics = createMetrics({
+    instanceId,
     store: opts.store,
     onlineChargers: () => liveness.onlineCount(),
     connectedChargers: () => context.notifier.connectedDevices(),
     streamSubscribers: () => stream.subscriberCount(),
+    ...(shared ? { coordination: shared.stats } : {}),
   });
   context.metrics = metrics.recorder;
   metrics.install(app);
@@ -221,7 +238,18 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   const routes = [...operatorRoutes(context), ...deviceRoutes(context)];
   registerRoutes(app, context, routes);
   stream.register(app);
-  healthRoutes(app);
+  let draining = false;
+  healthRoutes(app, {
+    instanceId,
+    draining: () => draining,
+    async checks(): Promise<Record<string, boolean>> {
+      const storage = answersWithin(() => opts.store.getSetting('environment'));
+      if (!opts.redis) return { storage: await storage };
+      const redis = opts.redis;
+      const [s, r] = await Promise.all([storage, answersWithin(() => redis.check().then(assertTrue))]);
+      return { storage: s, redis: r };
+    },
+  });
   const openapi = JSON.stringify(buildOpenApiDocument(routes));
   app.get('/v1/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));
   app.get('/docs', async (_request, reply) =>
@@ -253,9 +281,13 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     registeredRoutes,
     sweep,
     async close() {
+      // Balancers see the instance going (`/readyz` 503) and parked polls are answered now, so chargers move on.
+      draining = true;
+      notifier.releaseAll();
       clearInterval(sweeper);
       stream.close();
       await app.close();
+      await shared?.relay.close();
       directory.close();
       rateLimiter.close();
       await liveness.close();
@@ -264,9 +296,14 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
 }
 
 /** Request logs carry method, redacted URL and request id: never a header, token, secret or signature. */
-function loggerOptions(level: string, stream?: DestinationStream): FastifyServerOptions['logger'] {
+function loggerOptions(
+  level: string,
+  instance: string,
+  stream?: DestinationStream,
+): FastifyServerOptions['logger'] {
   return {
     level,
+    base: { pid: process.pid, hostname: hostname(), instance },
     ...(stream ? { stream } : {}),
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({
@@ -277,4 +314,12 @@ function loggerOptions(level: string, stream?: DestinationStream): FastifyServer
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   };
+}
+
+export function defaultInstanceId(): string {
+  return `${hostname()}-${process.pid}`;
+}
+
+function assertTrue(ok: boolean): void {
+  if (!ok) throw new Error('not answered');
 }

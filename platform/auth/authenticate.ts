@@ -27,33 +27,61 @@ export function bearerToken(header: unknown): string {
   return header.slice(7).trim();
 }
 
-/** Verifies an operator token (no database read) and returns its principal. */
-export function verifyOperatorToken(ctx: PlatformContext, token: string): OperatorPrincipal {
+/*
+ * The principal directory is a cache. Another instance may have created a client or a device, or rotated its
+ * secret, a moment before this one hears of it (DESIGN.md §13): a valid token whose subject the cache does not
+ * know, or whose secret generation is newer than the cached one, is checked against the database once before
+ * it is refused. Known subjects are answered from memory, synchronously: no promise on the hot path.
+ */
+
+/** Verifies an operator token and returns its principal (from memory unless the client is not cached). */
+export function verifyOperatorToken(
+  ctx: PlatformContext,
+  token: string,
+): OperatorPrincipal | Promise<OperatorPrincipal> {
   const result = ctx.tokens.verifyOperatorToken(token, ctx.now());
   if (!result.ok)
     throw result.reason === 'expired' ? errors.tokenExpired() : errors.unauthorized('Invalid access token');
   const { claims } = result;
+  const principal = { clientId: claims.sub, scopes: claims.scp, operatorIds: claims.ops };
+  if (ctx.directory.client(claims.sub)) return principal;
   // A client removed from the platform loses access at once, even with unexpired tokens.
-  if (!ctx.directory.client(claims.sub)) throw errors.unauthorized('Client credentials were revoked');
-  return { clientId: claims.sub, scopes: claims.scp, operatorIds: claims.ops };
+  return ctx.directory.refreshClient(claims.sub).then(() => {
+    if (!ctx.directory.client(claims.sub)) throw errors.unauthorized('Client credentials were revoked');
+    return principal;
+  });
 }
 
-export function authenticateOperator(ctx: PlatformContext, request: FastifyRequest, scope: Scope): void {
+export function authenticateOperator(
+  ctx: PlatformContext,
+  request: FastifyRequest,
+  scope: Scope,
+): void | Promise<void> {
+  const admit = (principal: OperatorPrincipal) => {
+    if (!principal.scopes.includes(scope)) throw errors.forbidden(`This client lacks the ${scope} scope`);
+    request.operator = principal;
+  };
   const principal = verifyOperatorToken(ctx, bearerToken(request.headers.authorization));
-  if (!principal.scopes.includes(scope)) throw errors.forbidden(`This client lacks the ${scope} scope`);
-  request.operator = principal;
+  if (principal instanceof Promise) return principal.then(admit);
+  admit(principal);
 }
 
 /** A valid device token whose secret generation is still current (reset or rotation revokes it). */
-export function authenticateDevice(ctx: PlatformContext, request: FastifyRequest): void {
+export function authenticateDevice(ctx: PlatformContext, request: FastifyRequest): void | Promise<void> {
   const result = ctx.tokens.verifyDeviceToken(bearerToken(request.headers.authorization), ctx.now());
   if (!result.ok)
     throw result.reason === 'expired' ? errors.tokenExpired() : errors.unauthorized('Invalid access token');
   const { sub, gen } = result.claims;
-  if (ctx.directory.device(sub)?.secret_gen !== gen)
-    throw errors.unauthorized('Device credentials were revoked');
-  request.device = { deviceId: sub };
-  ctx.liveness.markSeen(sub);
+  const admit = () => {
+    if (ctx.directory.device(sub)?.secret_gen !== gen)
+      throw errors.unauthorized('Device credentials were revoked');
+    request.device = { deviceId: sub };
+    ctx.liveness.markSeen(sub);
+  };
+  const cached = ctx.directory.device(sub);
+  // An older generation than the cached one is revoked for certain; a newer one or none may be news.
+  if (cached && cached.secret_gen >= gen) return admit();
+  return ctx.directory.refreshDevice(sub).then(admit);
 }
 
 /** preHandler forms, for routes registered directly on Fastify. */

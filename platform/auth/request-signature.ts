@@ -9,6 +9,17 @@ import {
 import { errors } from '../api-error.js';
 import type { PlatformContext } from '../context.js';
 
+/**
+ * Remembers the signatures used inside the replay window. The in-memory one serves one platform instance and
+ * answers at once; a shared one (Redis, several instances) answers later.
+ */
+export interface ReplayCache {
+  /** False when this signature was already used inside the window. */
+  remember(signature: string, nowMs: number): boolean | Promise<boolean>;
+  /** Signatures held (the in-memory cache only). */
+  size?(): number;
+}
+
 /** Signatures seen inside the replay window; each is refused a second time. */
 export function createReplayCache(windowMs = SIGNATURE_WINDOW_SECONDS * 2 * 1000) {
   const seen = new Map<string, number>();
@@ -26,17 +37,17 @@ export function createReplayCache(windowMs = SIGNATURE_WINDOW_SECONDS * 2 * 1000
       return true;
     },
     size: () => seen.size,
-  };
+  } satisfies ReplayCache;
 }
-export type ReplayCache = ReturnType<typeof createReplayCache>;
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Optional HMAC request signing (DESIGN.md §8). A signature, when present, is always verified; a client or
  * device set to require signatures must sign every write. Runs after authentication, so the principal is known.
+ * Synchronous when the replay cache is (the in-memory one): no promise per request on the hot path.
  */
-export function verifyRequestSignature(ctx: PlatformContext, request: FastifyRequest): void {
+export function verifyRequestSignature(ctx: PlatformContext, request: FastifyRequest): void | Promise<void> {
   const signature = request.headers[SIGNATURE_HEADER];
   let sealed: string | null | undefined;
   let required = false;
@@ -73,6 +84,11 @@ export function verifyRequestSignature(ctx: PlatformContext, request: FastifyReq
   );
   if (!signatureMatches(expected, signature.toLowerCase()))
     throw errors.unauthorized('Invalid request signature');
-  if (!ctx.replayCache.remember(signature.toLowerCase(), nowMs))
-    throw errors.unauthorized('Request signature replayed');
+  const fresh = ctx.replayCache.remember(signature.toLowerCase(), nowMs);
+  if (fresh instanceof Promise) return fresh.then(refuseReplayed);
+  refuseReplayed(fresh);
+}
+
+function refuseReplayed(fresh: boolean): void {
+  if (!fresh) throw errors.unauthorized('Request signature replayed');
 }

@@ -101,9 +101,28 @@ export function createTelemetryStream(
     return out;
   };
 
-  const events: PlatformEvents = {
+  /**
+   * Runs `publish` once the device's tenancy is known here. An event relayed from another instance may name a
+   * device registered there a moment ago, before this instance's directory heard of it: it is looked up once
+   * (one lookup per device however many events wait for it), not dropped.
+   */
+  const refreshing = new Map<string, Promise<void>>();
+  const whenKnown = (deviceId: string, publish: () => void) => {
+    if (byDevice.size === 0 && bySite.size === 0) return;
+    if (ctx.directory.device(deviceId)) return publish();
+    let known = refreshing.get(deviceId);
+    if (!known) {
+      known = ctx.directory
+        .refreshDevice(deviceId)
+        .catch(() => undefined)
+        .finally(() => refreshing.delete(deviceId));
+      refreshing.set(deviceId, known);
+    }
+    void known.then(publish);
+  };
+
+  const local: PlatformEvents = {
     telemetry(deviceId, records: readonly TelemetryRecord[]) {
-      if (byDevice.size === 0 && bySite.size === 0) return;
       const audience = audienceOf(deviceId);
       if (audience.length === 0) return;
       const siteId = ctx.directory.device(deviceId)?.site_id ?? undefined;
@@ -139,6 +158,12 @@ export function createTelemetryStream(
       for (const s of audience) send(s, text);
     },
   };
+  const events: PlatformEvents = {
+    telemetry: (deviceId, records) => whenKnown(deviceId, () => local.telemetry(deviceId, records)),
+    deviceStatus: (deviceId, status, atMs) =>
+      whenKnown(deviceId, () => local.deviceStatus(deviceId, status, atMs)),
+    commandStatus: (c, atMs) => whenKnown(c.device_id, () => local.commandStatus(c, atMs)),
+  };
 
   const fail = (s: Subscriber, err: ApiError) =>
     sendJson(s, {
@@ -170,6 +195,8 @@ export function createTelemetryStream(
     const deviceIds = [...new Set(msg.device_ids ?? [])].sort();
     const siteIds = [...new Set(msg.site_ids ?? [])].sort();
     for (const id of deviceIds) {
+      // A device new to this instance's directory (registered through another instance) is looked up.
+      if (!ctx.directory.device(id)) await ctx.directory.refreshDevice(id);
       const entry = ctx.directory.device(id);
       if (!entry?.operator_id || !s.operatorIds.includes(entry.operator_id)) {
         fail(s, errors.notFound(`Device ${id}`));
@@ -222,12 +249,12 @@ export function createTelemetryStream(
   }, pingEveryMs);
   pinger.unref();
 
-  function authenticate(request: FastifyRequest) {
+  async function authenticate(request: FastifyRequest) {
     const query = request.query as Record<string, unknown> | undefined;
     const fromQuery = typeof query?.access_token === 'string' ? query.access_token : undefined;
     const token = request.headers.authorization ? bearerToken(request.headers.authorization) : fromQuery;
     if (!token) throw errors.unauthorized('Missing bearer token');
-    const principal = verifyOperatorToken(ctx, token);
+    const principal = await verifyOperatorToken(ctx, token);
     if (!principal.scopes.includes('read')) throw errors.forbidden('This client lacks the read scope');
     if ((perClient.get(principal.clientId) ?? 0) >= STREAM_MAX_CONNECTIONS_PER_CLIENT) {
       throw new ApiError(ErrorCode.RATE_LIMITED, 'Too many requests', {
@@ -247,7 +274,7 @@ export function createTelemetryStream(
         url: STREAM_PATH,
         // Authenticated before the upgrade, so a refusal is a plain HTTP ErrorResponse.
         preValidation: async (request) => {
-          const { principal, expiresMs } = authenticate(request);
+          const { principal, expiresMs } = await authenticate(request);
           request.operator = principal;
           (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs = expiresMs;
         },

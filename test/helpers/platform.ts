@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
+import type { RedisLink } from '../../platform/coordination/redis-link.js';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
 import { buildPlatform, type Platform } from '../../platform/server.js';
@@ -100,6 +101,9 @@ export async function startTestPlatform(
     dataDir?: string;
     /** Replaces the in-memory rate-limit counters (a test that must not be throttled passes one that allows all). */
     rateLimitStore?: RateLimitStore;
+    /** One of several instances sharing state through this Redis (start them on the same `dataDir`). */
+    redis?: RedisLink;
+    instanceId?: string;
   } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
@@ -128,6 +132,8 @@ export async function startTestPlatform(
     now,
     ...(opts.streamPingMs ? { streamPingMs: opts.streamPingMs } : {}),
     ...(opts.rateLimitStore ? { rateLimitStore: opts.rateLimitStore } : {}),
+    ...(opts.redis ? { redis: opts.redis } : {}),
+    ...(opts.instanceId ? { instanceId: opts.instanceId } : {}),
     ...(opts.logLevel
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),

@@ -98,20 +98,22 @@ describe('GET /metrics', () => {
     expect(String(res.headers['content-type'])).toMatch(/^text\/plain/);
     const text = res.text;
     expect(text).toMatch(
-      /charger_platform_http_requests_total\{route="\/v1\/device\/heartbeat",method="POST",status="200"\} 1/,
+      /charger_platform_http_requests_total\{route="\/v1\/device\/heartbeat",method="POST",status="200",instance="[^"]+"\} 1/,
     );
     expect(text).toMatch(
-      /charger_platform_http_request_duration_seconds_bucket\{le="0\.1",route="\/v1\/device\/heartbeat"/,
+      /charger_platform_http_request_duration_seconds_bucket\{le="0\.1",instance="[^"]+",route="\/v1\/device\/heartbeat",method="POST"\}/,
     );
-    expect(text).toMatch(/charger_platform_chargers_online 1\b/);
-    expect(text).toMatch(/charger_platform_chargers_connected 0\b/);
-    expect(text).toMatch(/charger_platform_commands\{status="queued"\} 1\b/);
-    expect(text).toMatch(/charger_platform_stream_subscribers 0\b/);
+    expect(text).toMatch(/charger_platform_chargers_online\{instance="[^"]+"\} 1\b/);
+    expect(text).toMatch(/charger_platform_chargers_connected\{instance="[^"]+"\} 0\b/);
+    expect(text).toMatch(/charger_platform_commands\{status="queued",instance="[^"]+"\} 1\b/);
+    expect(text).toMatch(/charger_platform_stream_subscribers\{instance="[^"]+"\} 0\b/);
     expect(text).toContain('# TYPE charger_platform_rate_limit_refusals_total counter');
     // Upkeep: retention by kind (nothing aged out yet), its passes, and how far rollups trail ingest.
-    expect(text).toMatch(/charger_platform_retention_pruned_rows_total\{kind="telemetry"\} 0\b/);
-    expect(text).toMatch(/charger_platform_retention_passes \d+\b/);
-    expect(text).toMatch(/charger_platform_energy_rollup_lag_rows \d+\b/);
+    expect(text).toMatch(
+      /charger_platform_retention_pruned_rows_total\{kind="telemetry",instance="[^"]+"\} 0\b/,
+    );
+    expect(text).toMatch(/charger_platform_retention_passes\{instance="[^"]+"\} \d+\b/);
+    expect(text).toMatch(/charger_platform_energy_rollup_lag_rows\{instance="[^"]+"\} \d+\b/);
     // Route patterns only: never an id in a label.
     expect(text).not.toContain(dev.deviceId);
   });

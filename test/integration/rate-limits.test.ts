@@ -389,7 +389,7 @@ describe('GET /metrics', () => {
     expect(res.status).toBe(200);
     const counted = new Map<string, number>();
     for (const m of res.text.matchAll(
-      /^charger_platform_rate_limit_refusals_total\{class="(\w+)"\} (\d+)$/gm,
+      /^charger_platform_rate_limit_refusals_total\{class="(\w+)",instance="[^"]+"\} (\d+)$/gm,
     )) {
       counted.set(m[1]!, Number(m[2]));
     }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_BACKEND } from '../helpers/backends.js';
 import { runCli, runCliJson, type ServeProcess, sleep, spawnServe, tempDirs } from '../helpers/cli.js';
 import { type HttpClient, httpClient, operatorToken } from '../helpers/platform.js';
 
@@ -185,6 +186,40 @@ describe('serve --env production', () => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('--tls-key');
   });
+
+  it('--redis must be a redis:// URL, and is refused before anything is written', async () => {
+    const dir = join(await dirs.make(), 'never-created');
+    const res = await runCli([
+      'serve',
+      '--data-dir',
+      dir,
+      '--self-signed',
+      '--redis',
+      'http://127.0.0.1:6379',
+    ]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('--redis must be a redis:// or rediss:// URL');
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  // Several instances share PostgreSQL (DESIGN.md §13); on SQLite `--redis` has nothing to share.
+  it.skipIf(TEST_BACKEND === 'postgres')(
+    '--redis without PostgreSQL is refused, naming --database',
+    async () => {
+      const dir = join(await dirs.make(), 'never-created');
+      const res = await runCli([
+        'serve',
+        '--data-dir',
+        dir,
+        '--self-signed',
+        '--redis',
+        'redis://127.0.0.1:6379',
+      ]);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toContain('--database postgres://');
+      expect(existsSync(dir)).toBe(false);
+    },
+  );
 
   describe('with --tls-cert/--tls-key from another data directory and --token-ttl 1', () => {
     let certDir: string;

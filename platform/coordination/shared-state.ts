@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import { createReplayCache } from '../auth/request-signature.js';
+import { createCommandNotifier } from '../command-notifier.js';
+import type { PlatformKeys } from '../platform-keys.js';
+import { createMemoryRateLimitStore } from '../rate-limit/rate-limiter.js';
+import type { RedisLink } from './redis-link.js';
+import { createRedisRateLimitStore } from './redis-rate-limit-store.js';
+import { createRedisReplayCache } from './redis-replay-cache.js';
+import { createRelay, type Relay } from './relay.js';
+
+/**
+ * What several instances share through Redis (DESIGN.md §13), each falling back to this instance's own state
+ * while Redis is away (logged once per outage by the link, counted in `/metrics`). Keys and channels are named
+ * after the platform key, which the instances of one platform share, so that two platforms (a sandbox and
+ * production, say) may use one Redis without seeing each other.
+ */
+export async function shareThroughRedis(
+  link: RedisLink,
+  keys: PlatformKeys,
+  instanceId: string,
+  log: { info(obj: object, msg: string): void },
+) {
+  const namespace = `cp:${createHash('sha256').update(keys.tokenKey).digest('hex').slice(0, 12)}`;
+  const fallbacks = { rateLimit: 0, replay: 0 };
+  const rateLimitStore = createRedisRateLimitStore(link.client, {
+    fallback: createMemoryRateLimitStore(),
+    keyPrefix: `${namespace}:rl:`,
+    onFallback: () => {
+      fallbacks.rateLimit++;
+    },
+  });
+  const replayCache = createRedisReplayCache(link.client, {
+    fallback: createReplayCache(),
+    keyPrefix: `${namespace}:replay:`,
+    onFallback: () => {
+      fallbacks.replay++;
+    },
+  });
+  const relay: Relay = await createRelay(link, {
+    namespace,
+    instanceId,
+    notifier: createCommandNotifier(),
+  });
+  log.info({ namespace }, 'sharing state with other instances through redis');
+  return {
+    rateLimitStore,
+    replayCache,
+    relay,
+    stats: () => ({ redisUp: link.available(), fallbacks: { ...fallbacks }, relay: relay.stats() }),
+  };
+}

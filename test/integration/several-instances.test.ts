@@ -1,0 +1,250 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { createRedisLink, type RedisLink } from '../../platform/coordination/redis-link.js';
+import { RATE_LIMITS, signRequest } from '../../shared/index.js';
+import {
+  createTenant,
+  expectError,
+  registerDevice,
+  startTestPlatform,
+  type TestPlatform,
+} from '../helpers/platform.js';
+import { startRedisServer, type TestRedis } from '../helpers/redis.js';
+
+/**
+ * Three platform instances over one PostgreSQL database and one Redis (DESIGN.md §13), each with its own
+ * connections, in-memory waiters and stream, as three machines behind a load balancer would run them: what one
+ * accepts, the others act on. A private redis-server (test/helpers/redis.ts) so that Redis can be stopped.
+ * PostgreSQL only (`npm run test:postgres`): several instances share a database server, never a SQLite file.
+ */
+
+const quiet = { warn: () => undefined, info: () => undefined };
+let redis: TestRedis;
+let dataDir: string;
+const links: RedisLink[] = [];
+let a: TestPlatform;
+let b: TestPlatform;
+let c: TestPlatform;
+let tenant: Awaited<ReturnType<typeof createTenant>>;
+
+async function instance(name: string): Promise<TestPlatform> {
+  const link = createRedisLink(redis.url, name, quiet);
+  links.push(link);
+  await waitUntil(() => link.available());
+  return startTestPlatform({ dataDir, redis: link, instanceId: name });
+}
+
+async function waitUntil(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  dataDir = await mkdtemp(join(tmpdir(), 'cp-instances-'));
+  a = await instance('inst-a');
+  b = await instance('inst-b');
+  c = await instance('inst-c');
+  tenant = await createTenant(a, 'Instances Alpha');
+});
+
+afterAll(async () => {
+  for (const p of [a, b, c]) await p?.stop();
+  for (const link of links) await link.close();
+  await redis?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const stop = (deviceId: string) => ({
+  path: `/v1/operator/devices/${deviceId}/connectors/1/stop`,
+  json: { reason: 'user_request' },
+});
+
+describe('several instances, one database, one Redis', () => {
+  it('a command accepted by one instance wakes the long poll parked on another', async () => {
+    const dev = await registerDevice(a, 'MI-WAKE-1', tenant.siteId);
+    // Parked on B for up to 25 s: only a wake-up from A's command answers it with the command.
+    const poll = b.http.get('/v1/device/commands?wait=25', { token: dev.token });
+    await waitUntil(() => b.platform.context.notifier.connectedDevices() === 1);
+    const sent = await a.http.post(stop(dev.deviceId).path, {
+      token: tenant.token,
+      json: stop(dev.deviceId).json,
+    });
+    expect(sent.status).toBe(200);
+    const answered = await poll;
+    expect(answered.status).toBe(200);
+    expect(answered.body.data.commands.map((x: { command_id: string }) => x.command_id)).toEqual([
+      sent.body.data.command_id,
+    ]);
+    // ... and its status, reported through C, is what A reads.
+    const report = await c.http.post(`/v1/device/commands/${sent.body.data.command_id}/status`, {
+      token: dev.token,
+      json: { status: 'accepted' },
+    });
+    expect(report.status).toBe(200);
+    const read = await a.http.get(`/v1/operator/commands/${sent.body.data.command_id}`, {
+      token: tenant.token,
+    });
+    expect(read.body.data.status).toBe('accepted');
+  });
+
+  it('a stream subscriber on one instance hears telemetry and command changes accepted by the others', async () => {
+    const dev = await registerDevice(a, 'MI-STREAM-1', tenant.siteId);
+    const ws = new WebSocket(`wss://127.0.0.1:${c.port}/v1/operator/stream`, {
+      ca: c.ca,
+      headers: { authorization: `Bearer ${tenant.token}` },
+    });
+    const messages: Array<Record<string, unknown>> = [];
+    ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.send(JSON.stringify({ type: 'subscribe', device_ids: [dev.deviceId] }));
+    await waitUntil(() => messages.some((m) => m.type === 'subscribed')).catch((err) => {
+      throw new Error(`subscribe: ${err.message}: ${JSON.stringify(messages)}`);
+    });
+
+    const at = new Date(Date.now() - 1_000).toISOString();
+    const posted = await a.http.post('/v1/device/telemetry', {
+      token: dev.token,
+      json: { timestamp: at, connector_id: 1, state: 'charging', power: 11.5 },
+    });
+    expect(posted.status).toBe(200);
+    const sent = await b.http.post(stop(dev.deviceId).path, {
+      token: tenant.token,
+      json: stop(dev.deviceId).json,
+    });
+    expect(sent.status).toBe(200);
+    await waitUntil(() => messages.some((m) => m.type === 'command_status')).catch((err) => {
+      throw new Error(`${err.message}: ${JSON.stringify(messages)}`);
+    });
+    ws.close();
+    const telemetry = messages.filter((m) => m.type === 'telemetry');
+    expect(telemetry).toEqual([
+      expect.objectContaining({
+        device_id: dev.deviceId,
+        timestamp: at,
+        power: 11.5,
+        site_id: tenant.siteId,
+      }),
+    ]);
+    expect(messages.filter((m) => m.type === 'command_status')).toEqual([
+      expect.objectContaining({
+        command_id: sent.body.data.command_id,
+        device_id: dev.deviceId,
+        status: 'queued',
+      }),
+    ]);
+  });
+
+  it("shares rate limits: a client's query over the limit is refused whichever instance it reaches", async () => {
+    const own = await createTenant(a, 'Instances Limits');
+    const { limit } = RATE_LIMITS.operatorQuery;
+    const instances = [a, b, c];
+    for (let i = 0; i < limit; i++) {
+      const res = await instances[i % 3]!.http.get('/v1/operator/devices', { token: own.token });
+      expect(res.status).toBe(200);
+      expect(res.headers.ratelimit).toMatch(new RegExp(`r=${limit - i - 1};`));
+    }
+    for (const p of instances)
+      expectError(await p.http.get('/v1/operator/devices', { token: own.token }), 429, 5001);
+  });
+
+  it('refuses on another instance a signature already used on one', async () => {
+    const dev = await registerDevice(a, 'MI-SIGN-1', tenant.siteId);
+    const body = JSON.stringify({
+      timestamp: new Date(Date.now() - 2_000).toISOString(),
+      connector_id: 1,
+      state: 'charging',
+      power: 7,
+    });
+    const stamp = Math.floor(Date.now() / 1000);
+    const headers = {
+      'x-timestamp': String(stamp),
+      'x-signature': signRequest(dev.secret, 'POST', '/v1/device/telemetry', stamp, body),
+    };
+    const send = (p: TestPlatform) =>
+      p.http.post('/v1/device/telemetry', {
+        token: dev.token,
+        headers,
+        raw: body,
+        contentType: 'application/json',
+      });
+    expect((await send(a)).status).toBe(200);
+    const replayed = expectError(await send(b), 401, 2001);
+    expect(replayed.message).toMatch(/replayed/);
+    expectError(await send(c), 401, 2001);
+  });
+
+  it('reports readiness with storage and Redis, and names the instance', async () => {
+    const ready = await b.http.get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({
+      status: 'ready',
+      instance: 'inst-b',
+      checks: { storage: 'ok', redis: 'ok' },
+    });
+    const metrics = await b.http.get('/metrics');
+    expect(metrics.text).toMatch(/charger_platform_redis_up\{instance="inst-b"\} 1/);
+    expect(metrics.text).toMatch(
+      /charger_platform_relay_messages_total\{direction="received",instance="inst-b"\} [1-9]/,
+    );
+  });
+
+  it('keeps serving while Redis is away, on local state, and shares again once it is back', async () => {
+    const own = await createTenant(a, 'Instances Outage');
+    await redis.stop();
+    await waitUntil(() => links.every((l) => !l.available()));
+    // Nothing fails because Redis is gone: reads, writes, signatures; readiness says what is missing.
+    for (const p of [a, b, c]) {
+      const res = await p.http.get('/v1/operator/devices', { token: own.token });
+      expect(res.status).toBe(200);
+    }
+    const notReady = await a.http.get('/readyz');
+    expect(notReady.status).toBe(503);
+    expect(notReady.body).toMatchObject({
+      status: 'not_ready',
+      checks: { storage: 'ok', redis: 'unreachable' },
+    });
+    const metrics = await a.http.get('/metrics');
+    expect(metrics.text).toMatch(/charger_platform_redis_up\{instance="inst-a"\} 0/);
+    expect(metrics.text).toMatch(
+      /charger_platform_redis_fallbacks_total\{kind="rate_limit",instance="inst-a"\} [1-9]/,
+    );
+
+    await redis.restart();
+    await waitUntil(() => links.every((l) => l.available()));
+    expect((await a.http.get('/readyz')).status).toBe(200);
+    // Wake-ups cross instances again (the subscriber re-subscribed on its own).
+    const dev = await registerDevice(a, 'MI-AFTER-1', tenant.siteId);
+    const poll = c.http.get('/v1/device/commands?wait=25', { token: dev.token });
+    await waitUntil(() => c.platform.context.notifier.connectedDevices() === 1);
+    const sent = await b.http.post(stop(dev.deviceId).path, {
+      token: tenant.token,
+      json: stop(dev.deviceId).json,
+    });
+    expect(sent.status).toBe(200);
+    expect((await poll).body.data.commands).toHaveLength(1);
+  });
+
+  it('answers parked long polls at once when an instance shuts down, and says it is draining', async () => {
+    const dev = await registerDevice(a, 'MI-DRAIN-1', tenant.siteId);
+    const d = await instance('inst-d');
+    const poll = d.http.get('/v1/device/commands?wait=25', { token: dev.token });
+    await waitUntil(() => d.platform.context.notifier.connectedDevices() === 1);
+    const closing = d.platform.close();
+    const answered = await poll;
+    expect(answered.status).toBe(200);
+    expect(answered.body.data.commands).toEqual([]);
+    await closing;
+    await d.http.close();
+    await d.store.close();
+  });
+});
