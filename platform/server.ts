@@ -139,8 +139,12 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
     now,
   );
-  const liveness = createLiveness(opts.store, now, (deviceId, status, atMs) =>
-    context.events.deviceStatus(deviceId, status, atMs),
+  const liveness = createLiveness(
+    opts.store,
+    now,
+    (deviceId, status, atMs) => context.events.deviceStatus(deviceId, status, atMs),
+    undefined,
+    shared?.liveness,
   );
   const notifier = shared?.relay.notifier ?? createCommandNotifier();
   const context: PlatformContext = {

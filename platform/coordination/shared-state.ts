@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReplayCache } from '../auth/request-signature.js';
 import { createCommandNotifier } from '../command-notifier.js';
+import type { SharedLiveness } from '../liveness.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import { createMemoryRateLimitStore } from '../rate-limit/rate-limiter.js';
 import type { RedisLink } from './redis-link.js';
@@ -46,6 +47,27 @@ export async function shareThroughRedis(
     rateLimitStore,
     replayCache,
     relay,
+    liveness: sharedLiveness(link, `${namespace}:live:`),
     stats: () => ({ redisUp: link.available(), fallbacks: { ...fallbacks }, relay: relay.stats() }),
+  };
+}
+
+/** A device's last announced status, a day at most. */
+const LIVE_STATUS_TTL_SECONDS = 86_400;
+
+/**
+ * Each charger's last announced status in Redis: an instance announces a transition only when it changes that
+ * status (SET … GET, atomic), so a charger seen by two instances comes online, and goes offline, once. While
+ * Redis is away every instance announces what it sees (a subscriber may hear a transition twice).
+ */
+function sharedLiveness(link: RedisLink, prefix: string): SharedLiveness {
+  return {
+    claim(deviceId, status) {
+      if (!link.available()) return true;
+      return link.client.set(prefix + deviceId, status, 'EX', LIVE_STATUS_TTL_SECONDS, 'GET').then(
+        (previous) => previous !== status,
+        () => true,
+      );
+    },
   };
 }

@@ -34,3 +34,22 @@ export function seenStateOfRow(row: {
       !(row.last_seen_ms !== null && row.last_seen_ms > (row.last_heartbeat_ms ?? 0)),
   };
 }
+
+/**
+ * The newer of what this instance saw itself (`local`, kept in memory) and what the stored row says, which
+ * another instance may have written since (DESIGN.md §13: a charger's requests may reach several instances).
+ * The row's last word is its later of the last request and, when it said goodbye, that heartbeat. On a tie the
+ * local state stands: it is where the row came from.
+ */
+export function latestSeenState(
+  local: { ms: number; offline: boolean } | undefined,
+  row: { last_seen_ms: number | null; last_heartbeat_ms: number | null; reported_status: string | null },
+): SeenState {
+  const stored = seenStateOfRow(row);
+  if (!local) return stored;
+  const storedAt = Math.max(
+    row.last_seen_ms ?? Number.NEGATIVE_INFINITY,
+    stored.offline ? (row.last_heartbeat_ms ?? Number.NEGATIVE_INFINITY) : Number.NEGATIVE_INFINITY,
+  );
+  return local.ms >= storedAt ? { lastSeenMs: local.ms, offline: local.offline } : stored;
+}

@@ -37,9 +37,9 @@ async function instance(name: string): Promise<TestPlatform> {
   return startTestPlatform({ dataDir, redis: link, instanceId: name });
 }
 
-async function waitUntil(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -181,6 +181,104 @@ describe('several instances, one database, one Redis', () => {
     const replayed = expectError(await send(b), 401, 2001);
     expect(replayed.message).toMatch(/replayed/);
     expectError(await send(c), 401, 2001);
+  });
+
+  it('a reset or a secret rotation on one instance revokes the old credentials on all of them', async () => {
+    const heartbeat = (p: TestPlatform, token: string) =>
+      p.http.post('/v1/device/heartbeat', {
+        token,
+        json: { timestamp: new Date().toISOString(), status: 'online', fault_code: 0 },
+      });
+    const refusedEverywhere = async (token: string) => {
+      const deadline = Date.now() + 3_000;
+      for (const p of [a, b, c]) {
+        for (;;) {
+          const res = await heartbeat(p, token);
+          if (res.status === 401) break;
+          expect(res.status, res.text).toBe(200);
+          expect(Date.now(), 'the revocation never reached every instance').toBeLessThan(deadline);
+          await new Promise((r) => setTimeout(r, 250)); // under the shared 10/s limit
+        }
+      }
+    };
+    // Each instance has admitted the token once, so each holds the device in its directory.
+    const reset = await registerDevice(a, 'MI-RESET-1', tenant.siteId);
+    for (const p of [a, b, c]) expect((await heartbeat(p, reset.token)).status).toBe(200);
+    expect(await a.store.resetDevice(reset.deviceId)).toBe(true);
+    await refusedEverywhere(reset.token);
+
+    const rotated = await registerDevice(a, 'MI-ROTATE-1', tenant.siteId);
+    for (const p of [a, b, c]) expect((await heartbeat(p, rotated.token)).status).toBe(200);
+    const rotation = await b.http.post('/v1/device/secret/rotate', { token: rotated.token, json: {} });
+    expect(rotation.status, rotation.text).toBe(200);
+    // The new secret works at once on another instance, and its token on a third.
+    const renewed = await c.http.post('/v1/device/token', {
+      json: {
+        device_id: rotated.deviceId,
+        device_secret: rotation.body.data.device_secret,
+        grant_type: 'client_credentials',
+      },
+    });
+    expect(renewed.status, renewed.text).toBe(200);
+    expect((await heartbeat(a, renewed.body.data.access_token)).status).toBe(200);
+    // Once the new secret is in use, the old token is refused on every instance.
+    await refusedEverywhere(rotated.token);
+  });
+
+  it('online and offline are the same on every instance, and each transition is streamed once', async () => {
+    const dev = await registerDevice(a, 'MI-LIVE-1', tenant.siteId);
+    const ws = new WebSocket(`wss://127.0.0.1:${c.port}/v1/operator/stream`, {
+      ca: c.ca,
+      headers: { authorization: `Bearer ${tenant.token}` },
+    });
+    const statuses: string[] = [];
+    ws.on('message', (raw) => {
+      const m = JSON.parse(raw.toString());
+      if (m.type === 'device_status') statuses.push(m.status);
+      if (m.type === 'subscribed') statuses.push('subscribed');
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.send(JSON.stringify({ type: 'subscribe', device_ids: [dev.deviceId] }));
+    await waitUntil(() => statuses.includes('subscribed'));
+    const advanceAll = (ms: number) => {
+      for (const p of [a, b, c]) p.advance(ms);
+    };
+    const heartbeat = (p: TestPlatform) =>
+      p.http.post('/v1/device/heartbeat', {
+        token: dev.token,
+        json: { timestamp: new Date(p.now()).toISOString(), status: 'online', fault_code: 0 },
+      });
+    const onlineOn = async (p: TestPlatform) =>
+      (await p.http.get(`/v1/operator/devices/${dev.deviceId}`, { token: tenant.token })).body.data.status;
+
+    // Seen by A, then by B: online once.
+    expect((await heartbeat(a)).status).toBe(200);
+    expect((await heartbeat(b)).status).toBe(200);
+    await waitUntil(() => statuses.includes('online'));
+    // The charger stays with B; A last saw it 100 s ago, beyond the 90-s window. B's sight reaches the database
+    // first (its periodic write), then A's tick finds it there and does not call the charger offline.
+    advanceAll(60_000);
+    const seenByB = b.now();
+    expect((await heartbeat(b)).status).toBe(200);
+    await waitUntil(
+      async () => ((await a.store.getDevice(dev.deviceId))?.last_seen_ms ?? 0) >= seenByB,
+      15_000,
+    );
+    advanceAll(40_000);
+    await new Promise((r) => setTimeout(r, 6_000)); // one liveness tick of every instance
+    for (const p of [a, b, c]) expect(await onlineOn(p)).toBe('online');
+    expect(statuses).toEqual(['subscribed', 'online']);
+
+    // Now it stops altogether: offline on every instance, streamed once.
+    advanceAll(100_000);
+    await waitUntil(() => statuses.includes('offline'), 15_000);
+    await new Promise((r) => setTimeout(r, 6_000)); // every instance has ticked again
+    ws.close();
+    for (const p of [a, b, c]) expect(await onlineOn(p)).toBe('offline');
+    expect(statuses).toEqual(['subscribed', 'online', 'offline']);
   });
 
   it('reports readiness with storage and Redis, and names the instance', async () => {
