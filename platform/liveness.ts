@@ -81,6 +81,7 @@ export function createLiveness(
     persisting = p;
     return p;
   };
+  let confirming: Promise<void> | undefined;
   /** Devices whose window ran out since the last tick go offline. */
   const expire = () => {
     const t = now();
@@ -94,9 +95,9 @@ export function createLiveness(
       e.offline = true;
       onChange(deviceId, 'offline', e.ms + windowMs);
     }
-    if (due.length > 0 && !confirming) confirming = confirmOffline(due).finally(() => (confirming = undefined));
+    if (due.length > 0 && !confirming)
+      confirming = confirmOffline(due).finally(() => (confirming = undefined));
   };
-  let confirming: Promise<void> | undefined;
   /** Several instances: offline only if no other instance has seen the charger since (the stored row says). */
   const confirmOffline = async (due: readonly string[]) => {
     for (const deviceId of due) {
