@@ -30,6 +30,8 @@ const onPostgres = process.env.TEST_DATABASE === 'postgres';
 
 /** Runs a fleet of hundreds of agents in its process: alone, after everything else, so it neither slows nor is slowed. */
 const ALONE = ['test/integration/fleet-restart.test.ts'];
+/** The same, needing PostgreSQL, Redis and HAProxy: only in `npm run test:postgres`. */
+const ALONE_ON_SERVERS = ['test/integration/several-instances-fleet.test.ts'];
 
 export default defineConfig({
   test: {
@@ -39,7 +41,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...ALONE, ...(onPostgres ? SQLITE_ONLY : POSTGRES_ONLY)],
+          exclude: [...ALONE, ...ALONE_ON_SERVERS, ...(onPostgres ? SQLITE_ONLY : POSTGRES_ONLY)],
           testTimeout: 30_000,
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],
@@ -49,7 +51,7 @@ export default defineConfig({
       {
         test: {
           name: 'fleet-alone',
-          include: ALONE,
+          include: onPostgres ? [...ALONE, ...ALONE_ON_SERVERS] : ALONE,
           testTimeout: 30_000,
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],

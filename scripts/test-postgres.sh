@@ -17,11 +17,13 @@ if ! npx --no-install node -e "
   exit 1
 fi
 
-# The tests of several instances (DESIGN.md §13) start private redis-servers: the binary must be there.
-if ! command -v redis-server >/dev/null; then
-  echo "test:postgres: no redis-server on PATH (Debian: apt-get install redis-server)" >&2
-  exit 1
-fi
+# The tests of several instances (DESIGN.md §13) start private redis-servers and HAProxy: the binaries must be there.
+for bin in redis-server haproxy; do
+  if ! command -v "$bin" >/dev/null; then
+    echo "test:postgres: no $bin on PATH (Debian: apt-get install redis-server haproxy)" >&2
+    exit 1
+  fi
+done
 
 export TEST_DATABASE=postgres
 # vitest.config.ts leaves out the SQLite-only files when TEST_DATABASE=postgres.
