@@ -47,7 +47,8 @@ export async function startRedisServer(): Promise<TestRedis> {
   };
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nothing listens on right now. */
+export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

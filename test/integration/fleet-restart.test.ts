@@ -5,9 +5,8 @@ import type { FleetStatsWindow } from '../../simulators/fleet/fleet-stats.js';
 import { createSeededRandom } from '../../simulators/seeded-random.js';
 import { waitFor } from '../helpers/agent.js';
 import { type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
-import { expectCleanStop } from '../helpers/fleet.js';
+import { expectCleanStop, expectStoredAsSent } from '../helpers/fleet.js';
 import { httpClient, operatorToken } from '../helpers/platform.js';
-import { openStoredData } from '../helpers/stored-data.js';
 
 /**
  * Issue 6, item 3: the platform dies (SIGKILL) under a connected fleet of 500 chargers — each the real agent on
@@ -236,29 +235,9 @@ describe('the platform SIGKILLed and restarted under 500 connected chargers', ()
     expect(summary.telemetry.queued).toBeGreaterThan(COUNT);
     expect((await srv.stop()).code).toBe(0);
 
-    const db = await openStoredData(dataDir);
-    try {
-      const fleetDevices = `SELECT device_id FROM devices WHERE sn LIKE 'SIM-${SEED}-%'`;
-      const count = (sql: string) => db.value(sql);
-      expect(await count(`SELECT count(*) AS n FROM (${fleetDevices}) AS fleet`)).toBe(COUNT);
-      const stored = {
-        telemetry: await count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${fleetDevices})`),
-        events: await count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${fleetDevices})`),
-        chargingRecords: await count(
-          `SELECT count(*) AS n FROM charging_records WHERE device_id IN (${fleetDevices})`,
-        ),
-      };
-      const sent = {
-        telemetry: summary.telemetry.produced,
-        events: summary.outbox.enqueued.event,
-        chargingRecords: summary.outbox.enqueued.charging_record,
-      };
-      console.info(`fleet restart: sent by the agents = stored by the platform: ${JSON.stringify(sent)}`);
-      expect(stored).toEqual(sent);
-      // Sessions closed (and records were sent) on both sides of the restart.
-      expect(sent.chargingRecords).toBeGreaterThan(COUNT);
-    } finally {
-      await db.close();
-    }
+    const sent = await expectStoredAsSent(dataDir, SEED, COUNT, summary);
+    console.info(`fleet restart: sent by the agents = stored by the platform: ${JSON.stringify(sent)}`);
+    // Sessions closed (and records were sent) on both sides of the restart.
+    expect(sent.chargingRecords).toBeGreaterThan(COUNT);
   }, 60_000);
 });

@@ -5,11 +5,10 @@ import { type Fleet, runFleet } from '../../simulators/fleet/fleet-runner.js';
 import type { FleetStatsWindow } from '../../simulators/fleet/fleet-stats.js';
 import { waitFor } from '../helpers/agent.js';
 import { type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
-import { expectCleanStop } from '../helpers/fleet.js';
+import { expectCleanStop, expectStoredAsSent } from '../helpers/fleet.js';
 import { startHaproxy, type TestBalancer } from '../helpers/haproxy.js';
 import { type HttpClient, httpClient, operatorToken } from '../helpers/platform.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis.js';
-import { openStoredData } from '../helpers/stored-data.js';
 
 /**
  * Issue 16: three `serve` processes over one PostgreSQL database and one Redis, behind HAProxy in TCP mode (as
@@ -216,27 +215,7 @@ describe('three instances behind HAProxy, one database, one Redis, a fleet of re
     expectCleanStop(summary, COUNT);
     expect(summary.commands.outcomes['stop:succeeded']).toBe(STOPPED);
 
-    const db = await openStoredData(dataDir);
-    try {
-      const fleetDevices = `SELECT device_id FROM devices WHERE sn LIKE 'SIM-${SEED}-%'`;
-      const count = (sql: string) => db.value(sql);
-      expect(await count(`SELECT count(*) AS n FROM (${fleetDevices}) AS fleet`)).toBe(COUNT);
-      const stored = {
-        telemetry: await count(`SELECT count(*) AS n FROM telemetry WHERE device_id IN (${fleetDevices})`),
-        events: await count(`SELECT count(*) AS n FROM device_events WHERE device_id IN (${fleetDevices})`),
-        chargingRecords: await count(
-          `SELECT count(*) AS n FROM charging_records WHERE device_id IN (${fleetDevices})`,
-        ),
-      };
-      const sent = {
-        telemetry: summary.telemetry.produced,
-        events: summary.outbox.enqueued.event,
-        chargingRecords: summary.outbox.enqueued.charging_record,
-      };
-      console.info(`several instances: sent by the agents = stored: ${JSON.stringify(sent)}`);
-      expect(stored).toEqual(sent);
-    } finally {
-      await db.close();
-    }
+    const sent = await expectStoredAsSent(dataDir, SEED, COUNT, summary);
+    console.info(`several instances: sent by the agents = stored: ${JSON.stringify(sent)}`);
   }, 90_000);
 });
