@@ -62,7 +62,7 @@ export interface Platform {
   context: PlatformContext;
   routes: readonly AnyRoute[];
   registeredRoutes: ReadonlyArray<{ method: string; url: string }>;
-  /** Expire overdue commands and complete ended controls now (also runs on a timer). */
+  /** Expire overdue commands and complete ended controls now, after a sweep in progress (also runs on a timer). */
   sweep(): Promise<void>;
   close(): Promise<void>;
 }
@@ -166,7 +166,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     events: noEvents,
     now,
   };
-  const stream = createTelemetryStream(context, opts.streamPingMs);
+  const stream = createTelemetryStream(context, opts.streamPingMs, shared?.streamRegistry);
   context.events = shared ? shared.relay.events(stream.events) : stream.events;
   const metrics = createMetrics({
     instanceId,
@@ -266,11 +266,14 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       .send(API_REFERENCE_HTML),
   );
 
+  // Several instances share one database: one of them sweeps at a time (an advisory lock on PostgreSQL). The
+  // timer skips a turn while another sweep runs; `sweep()` asked for explicitly waits for it and runs its own.
+  const sweepUnlessRunning = () => opts.store.runAlone('sweep', () => context.commands.sweep(now()));
   const sweep = async () => {
-    await context.commands.sweep(now());
+    while (!(await sweepUnlessRunning()).ran) await new Promise((r) => setTimeout(r, 20));
   };
   const sweeper = setInterval(() => {
-    sweep().catch((err: unknown) => {
+    sweepUnlessRunning().catch((err: unknown) => {
       const fault = storageFaultOf(err);
       if (fault) logStorageFault(app.log, fault);
       else app.log.error({ err }, 'sweep failed');

@@ -327,10 +327,22 @@ export interface DeviceHistoryRepository {
   ): Promise<void>;
 }
 
+/** Jobs that must run on one instance at a time (DESIGN.md §13): the sweep of commands and controls. */
+export type ExclusiveJob = 'sweep';
+/** What `runAlone` answers: `run`'s value, or that another run of the job had it. */
+export type RunAloneOutcome<T> = { ran: true; value: T } | { ran: false };
+
 /** Background upkeep (DESIGN.md §12): rollups and retention. The server runs it on timers. */
 export interface Maintenance {
   /** Rolls up everything stored and runs one retention pass. */
   runMaintenance(): Promise<void>;
+  /**
+   * Runs `run` unless another instance, or another call on this store, is running the same job right now:
+   * then `{ ran: false }` at once, never waiting for it. On PostgreSQL a session advisory lock elects the
+   * instance, and goes with its connection if the instance dies; `run`'s error is rethrown once it is released.
+   * `close` waits for a run in progress.
+   */
+  runAlone<T>(job: ExclusiveJob, run: () => Promise<T>): Promise<RunAloneOutcome<T>>;
   maintenanceStats(): MaintenanceStats;
   close(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { createPgDeviceHistory } from './device-history.js';
 import { createPgDevices } from './devices.js';
 import { createPgDirectory } from './directory.js';
 import { createPgEnergyRollups } from './energy-rollups.js';
+import { createPgExclusiveJobs } from './exclusive-jobs.js';
 import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
@@ -39,7 +40,8 @@ export interface PostgresStoreOptions {
 
 /**
  * The PostgreSQL backend (`--database postgres://…`): every repository of `../store.ts` over one connection
- * pool, one module per aggregate beside this file, with the background upkeep of rollups and retention.
+ * pool, one module per aggregate beside this file, with the background upkeep of rollups and retention and
+ * the election of the instance that runs each once-only job (`exclusive-jobs.ts`).
  */
 export async function createPostgresStore(
   url: string,
@@ -62,6 +64,7 @@ export async function createPostgresStore(
   const history = createPgDeviceHistory(db);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
   const pruning = createPgRetention(db, policy, now, partitions, rollups);
+  const jobs = createPgExclusiveJobs(db);
 
   const maintenance = options.backgroundMaintenance ?? false;
   const changes = maintenance ? await listenForChanges(db) : undefined;
@@ -115,6 +118,9 @@ export async function createPostgresStore(
       await rollups.catchUp();
       await pruning.prune();
     },
+    runAlone(job, run) {
+      return jobs.runAlone(job, run);
+    },
     maintenanceStats() {
       const r = pruning.stats();
       return {
@@ -131,6 +137,7 @@ export async function createPostgresStore(
       clearTimeout(firstPrune);
       clearInterval(analyzeTimer);
       await analyzing;
+      await jobs.idle();
       await rollups.idle();
       await pruning.idle();
       await changes?.close();

@@ -3,7 +3,7 @@ import { bucketsInOrder } from '../../domain/energy.js';
 import { sumRollups } from '../../domain/energy-rollup.js';
 import type { PlatformKeys } from '../../platform-keys.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
-import type { EnergyBucketRow, Store } from '../store.js';
+import type { EnergyBucketRow, ExclusiveJob, Store } from '../store.js';
 import { createSqliteChargingRecords } from './charging-records.js';
 import { startCheckpointer } from './checkpointer.js';
 import { createSqliteCommands } from './commands.js';
@@ -111,6 +111,8 @@ export function createSqliteStore(
   retentionTimer?.unref();
   const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;
   firstPrune?.unref();
+  // One process serves a SQLite file, so a job always runs here; `runAlone` only keeps two runs from overlapping.
+  const jobs = new Map<ExclusiveJob, Promise<unknown>>();
 
   return {
     ...directory,
@@ -150,6 +152,17 @@ export function createSqliteStore(
       await rollups.catchUp();
       await pruning.prune();
     },
+    async runAlone(job, run) {
+      if (jobs.has(job)) return { ran: false };
+      // Started a microtask later, once marked running: a call that `run` itself makes finds it running.
+      const attempt = Promise.resolve().then(run);
+      jobs.set(job, attempt);
+      try {
+        return { ran: true, value: await attempt };
+      } finally {
+        jobs.delete(job);
+      }
+    },
     maintenanceStats() {
       const r = pruning.stats();
       return {
@@ -164,6 +177,7 @@ export function createSqliteStore(
       clearInterval(rollupTimer);
       clearInterval(retentionTimer);
       clearTimeout(firstPrune);
+      await Promise.allSettled(jobs.values());
       await rollups.idle();
       await pruning.idle();
       await telemetry.drainPending();
