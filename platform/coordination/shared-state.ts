@@ -8,6 +8,7 @@ import type { RedisLink } from './redis-link.js';
 import { createRedisRateLimitStore } from './redis-rate-limit-store.js';
 import { createRedisReplayCache } from './redis-replay-cache.js';
 import { createRelay, type Relay } from './relay.js';
+import { createStreamRegistry } from './stream-registry.js';
 
 /**
  * What several instances share through Redis (DESIGN.md §13), each falling back to this instance's own state
@@ -48,6 +49,8 @@ export async function shareThroughRedis(
     replayCache,
     relay,
     liveness: sharedLiveness(link, `${namespace}:live:`),
+    /** Which instance's connection holds each stream subscription set (for `createTelemetryStream`). */
+    streamRegistry: createStreamRegistry(link, { prefix: `${namespace}:stream:`, holder: instanceId }),
     stats: () => ({ redisUp: link.available(), fallbacks: { ...fallbacks }, relay: relay.stats() }),
   };
 }

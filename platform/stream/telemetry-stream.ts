@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type {} from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -23,7 +24,8 @@ import type { PlatformEvents } from '../platform-events.js';
  * costs one map lookup per index and one JSON serialisation, whatever the number of subscribers. Tenancy is
  * checked on every message against the principal directory, so a charger moved to another tenant's site stops
  * streaming to the old one at once. A subscriber that falls more than 1 MiB behind is closed (4008) instead of
- * being buffered without bound or slowing anyone else.
+ * being buffered without bound or slowing anyone else. With several instances, the subscription sets held are
+ * also registered with the others (`SubscriptionRegistry`), so that a duplicate is refused on any of them.
  */
 interface Subscriber {
   socket: WebSocket;
@@ -34,6 +36,30 @@ interface Subscriber {
   deviceIds: readonly string[];
   siteIds: readonly string[];
   alive: boolean;
+  /** This connection's name in the subscription registry (unique across instances and restarts). */
+  connectionId: string;
+  /** Subscribe messages received so far (each is numbered as it arrives)... */
+  requests: number;
+  /** ... and the number of the one whose set is in place: an earlier one still waiting on the registry is dropped. */
+  applied: number;
+  /** Keys this connection's subscribe messages are claiming in the registry now, with how many claims each. */
+  claiming: Map<string, number>;
+}
+
+/**
+ * Who holds each subscription set across the instances of one platform (DESIGN.md §13): the spec's "one
+ * connection per client_id per subscription set" then holds whichever instance a connection reaches. Keys are
+ * the stream's subscription keys (client id and sorted set); `connectionId` names one connection of this
+ * instance. Answers must not reject or throw: a registry that cannot tell (Redis away) says yes, and the
+ * instance's own check still applies.
+ */
+export interface SubscriptionRegistry {
+  /** True if the set is now held for this connection (or already was), false if another connection holds it. */
+  claim(key: string, connectionId: string): boolean | Promise<boolean>;
+  /** Gives the set up, if this connection holds it. */
+  release(key: string, connectionId: string): void;
+  /** Keeps the sets these connections hold (every ping period), so that a dead instance's claims lapse on their own. */
+  refresh(held: ReadonlyArray<readonly [key: string, connectionId: string]>): void;
 }
 
 export const STREAM_PATH = '/v1/operator/stream';
@@ -43,6 +69,7 @@ const SLOW_CONSUMER_GRACE_MS = 10_000;
 export function createTelemetryStream(
   ctx: PlatformContext,
   pingEveryMs = STREAM_PING_INTERVAL_SECONDS * 1000,
+  registry?: SubscriptionRegistry,
 ) {
   const byDevice = new Map<string, Set<Subscriber>>();
   const bySite = new Map<string, Set<Subscriber>>();
@@ -63,14 +90,29 @@ export function createTelemetryStream(
       if (set.size === 0) map.delete(key);
     }
   };
-  const unsubscribe = (s: Subscriber) => {
+  /** Gives a set up in the registry unless this connection holds it (again) or is claiming it once more. */
+  const releaseUnused = (s: Subscriber, key: string) => {
+    if (registry && s.key !== key && !s.claiming.has(key)) registry.release(key, s.connectionId);
+  };
+  const unsubscribe = (s: Subscriber, release = true) => {
+    const key = s.key;
     for (const id of s.deviceIds) index(byDevice, id, s, false);
     for (const id of s.siteIds) index(bySite, id, s, false);
     if (s.key && bySubscriptionKey.get(s.key) === s) bySubscriptionKey.delete(s.key);
     s.deviceIds = [];
     s.siteIds = [];
     s.key = undefined;
+    if (key && release) releaseUnused(s, key);
   };
+  /** Counts a claim in flight for this connection, so that nothing gives the set up meanwhile. */
+  const claiming = (s: Subscriber, key: string, delta: 1 | -1) => {
+    const n = (s.claiming.get(key) ?? 0) + delta;
+    if (n > 0) s.claiming.set(key, n);
+    else s.claiming.delete(key);
+  };
+  const refuseDuplicate = (s: Subscriber) =>
+    // Spec: one concurrent connection per client_id per device subscription set.
+    s.socket.close(STREAM_CLOSE_DUPLICATE, 'subscription already open on another connection');
 
   const send = (s: Subscriber, text: string) => {
     if (s.socket.readyState !== s.socket.OPEN) return;
@@ -192,6 +234,7 @@ export function createTelemetryStream(
       sendJson(s, { type: 'pong' });
       return;
     }
+    const request = ++s.requests;
     const deviceIds = [...new Set(msg.device_ids ?? [])].sort();
     const siteIds = [...new Set(msg.site_ids ?? [])].sort();
     for (const id of deviceIds) {
@@ -213,17 +256,44 @@ export function createTelemetryStream(
     const key = `${s.clientId}|${deviceIds.length ? `d:${deviceIds.join(',')}` : `s:${siteIds.join(',')}`}`;
     const holder = bySubscriptionKey.get(key);
     if (holder && holder !== s) {
-      // Spec: one concurrent connection per client_id per device subscription set.
-      s.socket.close(STREAM_CLOSE_DUPLICATE, 'subscription already open on another connection');
+      refuseDuplicate(s);
       return;
     }
-    unsubscribe(s);
+    if (registry && key !== s.key) {
+      // Held by a connection on another instance? Much may change while the answer travels: see below.
+      claiming(s, key, 1);
+      // A registry that fails anyway counts as one that cannot tell: yes.
+      const claimed = await Promise.resolve()
+        .then(() => registry.claim(key, s.connectionId))
+        .catch(() => true);
+      // Counted down in the same turn as the answer is acted on, so no `releaseUnused` slips in between.
+      claiming(s, key, -1);
+      if (s.socket.readyState !== s.socket.OPEN || s.applied > request) {
+        // Closed meanwhile (its close gave up what it held), or overtaken by a later subscribe message of this
+        // connection, whose set is in place: this one is dropped, and its set given up unless in use after all.
+        if (claimed) releaseUnused(s, key);
+        return;
+      }
+      const taken = bySubscriptionKey.get(key);
+      if (!claimed || (taken && taken !== s)) {
+        // Refused by the registry, or taken meanwhile by another connection here (the registry said yes to
+        // both while Redis was away).
+        if (claimed) releaseUnused(s, key);
+        refuseDuplicate(s);
+        return;
+      }
+    }
+    const previous = s.key;
+    unsubscribe(s, false);
     s.key = key;
+    s.applied = request;
     s.deviceIds = deviceIds;
     s.siteIds = siteIds;
     bySubscriptionKey.set(key, s);
     for (const id of deviceIds) index(byDevice, id, s, true);
     for (const id of siteIds) index(bySite, id, s, true);
+    // The set held before, if another, is given up now that the new one is in place.
+    if (previous) releaseUnused(s, previous);
     sendJson(
       s,
       deviceIds.length
@@ -245,6 +315,11 @@ export function createTelemetryStream(
       }
       s.alive = false;
       s.socket.ping();
+    }
+    if (registry) {
+      const held: Array<[string, string]> = [];
+      for (const s of all) if (s.key) held.push([s.key, s.connectionId]);
+      if (held.length > 0) registry.refresh(held);
     }
   }, pingEveryMs);
   pinger.unref();
@@ -302,6 +377,10 @@ export function createTelemetryStream(
             deviceIds: [],
             siteIds: [],
             alive: true,
+            connectionId: randomUUID(),
+            requests: 0,
+            applied: 0,
+            claiming: new Map(),
           };
           all.add(s);
           perClient.set(s.clientId, (perClient.get(s.clientId) ?? 0) + 1);
