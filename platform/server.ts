@@ -167,7 +167,9 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     now,
   };
   const stream = createTelemetryStream(context, opts.streamPingMs, shared?.streamRegistry);
-  context.events = shared ? shared.relay.events(stream.events) : stream.events;
+  context.events = shared
+    ? shared.relay.events(stream.events, () => stream.subscriberCount() > 0)
+    : stream.events;
   const metrics = createMetrics({
     instanceId,
     store: opts.store,

@@ -36,7 +36,8 @@ export function createRedisLink(url: string, name: string, log: RedisLinkLog): R
     commandTimeout: 500,
     maxRetriesPerRequest: 0,
   };
-  const client = new Redis(url, { ...base, enableOfflineQueue: false });
+  // Commands issued in one turn of the event loop (a busy instance's rate-limit checks) go out as one write.
+  const client = new Redis(url, { ...base, enableOfflineQueue: false, enableAutoPipelining: true });
   // SUBSCRIBE issued while disconnected waits for the connection; ioredis re-subscribes after a reconnect.
   const subscriber = new Redis(url, { ...base, commandTimeout: undefined, maxRetriesPerRequest: null });
   const where = redactedUrl(url);

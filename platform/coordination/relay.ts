@@ -10,23 +10,35 @@ import type { RedisLink } from './redis-link.js';
  * subscriber that reconnects.
  *
  * Messages made in one turn of the event loop travel as one PUBLISH, so a busy instance sends a few hundred
- * messages a second, not one per request.
+ * messages a second, not one per request. Telemetry, the bulk of it, is published only while another instance
+ * has stream subscribers: each such instance says so every few seconds, and at once when a subscription starts
+ * (`announceInterest`), so that an instance without subscribers neither sends nor parses the fleet's telemetry.
  */
 export interface Relay {
   /** The notifier routes and services use: wakes local polls and those parked on other instances. */
   notifier: CommandNotifier;
-  /** Wraps the local sink (the stream) so that the other instances' subscribers hear the same events. */
-  events(local: PlatformEvents): PlatformEvents;
+  /**
+   * Wraps the local sink (the stream) so that the other instances' subscribers hear the same events;
+   * `hasSubscribers` tells whether this instance's stream has any (then it asks the others for telemetry).
+   */
+  events(local: PlatformEvents, hasSubscribers: () => boolean): PlatformEvents;
+  /** A subscription starts here: from now on the others send telemetry (published at once, not batched). */
+  announceInterest(): void;
   /** Messages published and received, and publishes that failed (Redis away): for /metrics. */
   stats(): { published: number; received: number; failed: number };
   close(): Promise<void>;
 }
 
 type Message =
+  | { k: 'interest' }
   | { k: 'wake'; d: string }
   | { k: 'telemetry'; d: string; r: Parameters<PlatformEvents['telemetry']>[1] }
   | { k: 'deviceStatus'; d: string; s: 'online' | 'offline'; t: number }
   | { k: 'commandStatus'; c: Parameters<PlatformEvents['commandStatus']>[0]; t: number };
+
+/** How often an instance with subscribers says so, and how long that holds without being said again. */
+const ANNOUNCE_INTEREST_EVERY_MS = 3_000;
+const INTEREST_HOLDS_MS = 10_000;
 
 interface Envelope {
   /** The publishing instance: it ignores its own messages (it acted on them already). */
@@ -41,7 +53,18 @@ export async function createRelay(
   const channel = `${options.namespace}:relay`;
   const local = options.notifier;
   let sink: PlatformEvents | undefined;
+  let hasSubscribers = () => false;
   const counts = { published: 0, received: 0, failed: 0 };
+  /** Other instances with stream subscribers, and until when their last word holds. */
+  const interested = new Map<string, number>();
+  const othersListen = () => {
+    const now = Date.now();
+    for (const [instance, until] of interested) {
+      if (until > now) return true;
+      interested.delete(instance);
+    }
+    return false;
+  };
 
   let outbox: Message[] = [];
   const flush = () => {
@@ -66,8 +89,11 @@ export async function createRelay(
     if (outbox.length === 1) setImmediate(flush);
   };
 
-  const deliver = (message: Message) => {
+  const deliver = (from: string, message: Message) => {
     switch (message.k) {
+      case 'interest':
+        interested.set(from, Date.now() + INTEREST_HOLDS_MS);
+        return;
       case 'wake':
         local.notify(message.d);
         return;
@@ -92,11 +118,20 @@ export async function createRelay(
     }
     if (envelope.i === options.instanceId || !Array.isArray(envelope.m)) return;
     counts.received += envelope.m.length;
-    for (const message of envelope.m) deliver(message);
+    for (const message of envelope.m) deliver(envelope.i, message);
   };
   link.subscriber.on('message', onMessage);
   // Queued until connected when Redis is away at start: the instance serves meanwhile, on its own.
   link.subscriber.subscribe(channel).catch(() => undefined);
+  const announceInterest = () => {
+    if (!link.available()) return;
+    const envelope: Envelope = { i: options.instanceId, m: [{ k: 'interest' }] };
+    link.client.publish(channel, JSON.stringify(envelope)).catch(() => undefined);
+  };
+  const announcer = setInterval(() => {
+    if (hasSubscribers()) announceInterest();
+  }, ANNOUNCE_INTEREST_EVERY_MS);
+  announcer.unref();
 
   return {
     notifier: {
@@ -106,12 +141,13 @@ export async function createRelay(
         post({ k: 'wake', d: deviceId });
       },
     },
-    events(localSink) {
+    events(localSink, subscribers) {
       sink = localSink;
+      hasSubscribers = subscribers;
       return {
         telemetry(deviceId, records) {
           localSink.telemetry(deviceId, records);
-          post({ k: 'telemetry', d: deviceId, r: records });
+          if (othersListen()) post({ k: 'telemetry', d: deviceId, r: records });
         },
         deviceStatus(deviceId, status, atMs) {
           localSink.deviceStatus(deviceId, status, atMs);
@@ -124,8 +160,10 @@ export async function createRelay(
         },
       };
     },
+    announceInterest,
     stats: () => ({ ...counts }),
     async close() {
+      clearInterval(announcer);
       link.subscriber.off('message', onMessage);
       await link.subscriber.unsubscribe(channel).catch(() => undefined);
     },

@@ -4,6 +4,7 @@ import { createCommandNotifier } from '../command-notifier.js';
 import type { SharedLiveness } from '../liveness.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import { createMemoryRateLimitStore } from '../rate-limit/rate-limiter.js';
+import type { SubscriptionRegistry } from '../stream/telemetry-stream.js';
 import type { RedisLink } from './redis-link.js';
 import { createRedisRateLimitStore } from './redis-rate-limit-store.js';
 import { createRedisReplayCache } from './redis-replay-cache.js';
@@ -50,7 +51,10 @@ export async function shareThroughRedis(
     relay,
     liveness: sharedLiveness(link, `${namespace}:live:`),
     /** Which instance's connection holds each stream subscription set (for `createTelemetryStream`). */
-    streamRegistry: createStreamRegistry(link, { prefix: `${namespace}:stream:`, holder: instanceId }),
+    streamRegistry: announcingInterest(
+      createStreamRegistry(link, { prefix: `${namespace}:stream:`, holder: instanceId }),
+      relay,
+    ),
     stats: () => ({ redisUp: link.available(), fallbacks: { ...fallbacks }, relay: relay.stats() }),
   };
 }
@@ -71,6 +75,21 @@ function sharedLiveness(link: RedisLink, prefix: string): SharedLiveness {
         (previous) => previous !== status,
         () => true,
       );
+    },
+  };
+}
+
+/**
+ * A subscription starting here asks the other instances for telemetry before it is confirmed: the announcement
+ * goes out on the command connection ahead of the claim, so it reaches them before the subscriber hears
+ * `subscribed` (and before anything it then causes elsewhere).
+ */
+function announcingInterest(registry: SubscriptionRegistry, relay: Relay): SubscriptionRegistry {
+  return {
+    ...registry,
+    claim(key, connectionId) {
+      relay.announceInterest();
+      return registry.claim(key, connectionId);
     },
   };
 }

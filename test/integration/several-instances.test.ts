@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { createCommandNotifier } from '../../platform/command-notifier.js';
 import { createRedisLink, type RedisLink } from '../../platform/coordination/redis-link.js';
+import { createRelay, type Relay } from '../../platform/coordination/relay.js';
+import { noEvents } from '../../platform/platform-events.js';
 import { RATE_LIMITS, signRequest } from '../../shared/index.js';
 import {
   createTenant,
@@ -25,6 +29,7 @@ const quiet = { warn: () => undefined, info: () => undefined };
 let redis: TestRedis;
 let dataDir: string;
 const links: RedisLink[] = [];
+const relays: Relay[] = [];
 let a: TestPlatform;
 let b: TestPlatform;
 let c: TestPlatform;
@@ -56,6 +61,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const p of [a, b, c]) await p?.stop();
+  for (const r of relays) await r.close();
   for (const link of links) await link.close();
   await redis?.stop();
   await rm(dataDir, { recursive: true, force: true });
@@ -279,6 +285,42 @@ describe('several instances, one database, one Redis', () => {
     ws.close();
     for (const p of [a, b, c]) expect(await onlineOn(p)).toBe('offline');
     expect(statuses).toEqual(['subscribed', 'online', 'offline']);
+  });
+
+  it('relays telemetry only while another instance has stream subscribers', async () => {
+    // Two relays of their own (a namespace nobody else uses), as two instances' would be.
+    const namespace = `cp:test-${randomUUID()}`;
+    const relay = async (name: string) => {
+      const link = createRedisLink(redis.url, name, quiet);
+      links.push(link);
+      await waitUntil(() => link.available());
+      const r = await createRelay(link, { namespace, instanceId: name, notifier: createCommandNotifier() });
+      relays.push(r);
+      return r;
+    };
+    const x = await relay('relay-x');
+    const y = await relay('relay-y');
+    const heardByY: string[] = [];
+    let yHasSubscribers = false;
+    const fromX = x.events(noEvents, () => false);
+    y.events({ ...noEvents, telemetry: (deviceId) => heardByY.push(deviceId) }, () => yHasSubscribers);
+    const record = { timestamp: new Date().toISOString(), connector_id: 1, state: 'charging' as const };
+
+    await new Promise((r) => setTimeout(r, 300)); // both subscribed
+    fromX.telemetry('dev-unheard', [record]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(heardByY).toEqual([]);
+    expect(x.stats().published).toBe(0);
+
+    // A subscription starts on Y: X sends its telemetry from then on.
+    yHasSubscribers = true;
+    y.announceInterest();
+    await waitUntil(() => {
+      fromX.telemetry('dev-heard', [record]);
+      return heardByY.includes('dev-heard');
+    });
+    expect(heardByY).not.toContain('dev-unheard');
+    expect(x.stats().published).toBeGreaterThan(0);
   });
 
   it('reports readiness with storage and Redis, and names the instance', async () => {
