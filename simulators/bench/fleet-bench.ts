@@ -7,7 +7,8 @@ import { promisify } from 'node:util';
 import { request } from 'undici';
 import { runFleet } from '../fleet/fleet-runner.js';
 import { runFleetInWorkers } from '../fleet/fleet-workers.js';
-import { benchArgsOrExit } from './bench-args.js';
+import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import { type BenchStorage, withBenchDatabase } from './bench-database.js';
 import { type BenchPlatform, call, startBenchPlatform } from './bench-platform.js';
 import { type ProcessSample, sampleProcess } from './process-sampler.js';
 
@@ -23,8 +24,8 @@ import { type ProcessSample, sampleProcess } from './process-sampler.js';
  *        node dist/simulators/bench/fleet-bench.js search --count 2000 --step 1000 --minutes 5 --runs 4
  *        node dist/simulators/bench/fleet-bench.js command --count 1000 --commands 300
  */
-async function sandboxPlatform(): Promise<BenchPlatform> {
-  return startBenchPlatform(['--env', 'sandbox']);
+async function sandboxPlatform(database?: string): Promise<BenchPlatform> {
+  return startBenchPlatform(['--env', 'sandbox'], database ? { database } : {});
 }
 
 /** A read/write client of the sandbox operator (the default site's owner), through the admin CLI. */
@@ -75,8 +76,27 @@ async function platformLoopLag(p: BenchPlatform): Promise<{ p99: number; max: nu
   return p99 === undefined || max === undefined ? undefined : { p99, max };
 }
 
-export async function measureFleet(count: number, minutes: number, connections?: number, workers = 1) {
-  const platform = await sandboxPlatform();
+export async function measureFleet(
+  count: number,
+  minutes: number,
+  connections?: number,
+  workers = 1,
+  storage: BenchStorage = {},
+) {
+  return withBenchDatabase(storage, (database) =>
+    fleetOn(database.choice, database.backend, count, minutes, connections, workers),
+  );
+}
+
+async function fleetOn(
+  database: string,
+  backend: string,
+  count: number,
+  minutes: number,
+  connections: number | undefined,
+  workers: number,
+) {
+  const platform = await sandboxPlatform(database);
   try {
     const rampMs = Math.max(10_000, count * 20);
     const options = {
@@ -113,7 +133,10 @@ export async function measureFleet(count: number, minutes: number, connections?:
     await lagProbe;
     const first = platformSamples[Math.min(platformSamples.length - 1, Math.ceil(rampMs / 5_000))]!;
     const last = platformSamples[platformSamples.length - 1]!;
+    const platformCores =
+      Math.round(((last.cpuSeconds - first.cpuSeconds) / ((last.atMs - first.atMs) / 1000)) * 100) / 100;
     return {
+      backend,
       count,
       minutes,
       workers,
@@ -125,8 +148,9 @@ export async function measureFleet(count: number, minutes: number, connections?:
       steady_latency_ms: summary.requests.steady_latency_ms,
       telemetry: summary.telemetry,
       platform_rss_mib: { after_ramp: Math.round(first.rssMiB), end: Math.round(last.rssMiB) },
-      platform_cpu_cores:
-        Math.round(((last.cpuSeconds - first.cpuSeconds) / ((last.atMs - first.atMs) / 1000)) * 100) / 100,
+      platform_cpu_cores: platformCores,
+      /** For sizing (issue 16): CPU-milliseconds the platform process spends per charger and minute at spec cadence. */
+      platform_cpu_ms_per_charger_minute: Math.round(((platformCores * 60_000) / count) * 100) / 100,
       simulator_rss_mib: {
         peak: mib(summary.memory.rss_peak_bytes),
         at_stop: mib(summary.memory.rss_at_stop_bytes),
@@ -246,7 +270,7 @@ export async function measureCommandLatency(count: number, commands: number) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { mode, values, given } = benchArgsOrExit({
+  const { mode, values, given, texts } = benchArgsOrExit({
     usage: `Usage: node dist/simulators/bench/fleet-bench.js [fleet|search|command] [options]
   fleet    N chargers all charging for --minutes: errors, steady p99, requests/s, RSS (default mode)
   search   the largest N that fleet sustains (zero errors, p99 < ${FLEET_P99_GOAL_MS} ms), from --count by --step
@@ -266,12 +290,15 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       runs: { default: 4, integer: true, help: 'search: runs at most' },
       commands: { default: 300, integer: true, help: 'command: stops sent' },
     },
+    texts: { database: DATABASE_OPTION },
   });
   const result =
     mode === 'command'
       ? await measureCommandLatency(given.has('count') ? values.count : 1000, values.commands)
       : mode === 'search'
         ? await searchFleet(values.count, values.step, values.minutes, values.runs, values.workers)
-        : await measureFleet(values.count, values.minutes, values.connections || undefined, values.workers);
+        : await measureFleet(values.count, values.minutes, values.connections || undefined, values.workers, {
+            database: texts.database,
+          });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

@@ -1,16 +1,23 @@
 #!/usr/bin/env node
 import '../supported-node.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { benchArgsOrExit } from './bench-args.js';
-import { benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
+import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import { withBenchDatabase } from './bench-database.js';
+import { type BenchPlatform, benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
 
 /**
  * Stream latency under load: telemetry POSTs at a fixed total rate (default 2,000 per second) spread over enough
  * chargers that none exceeds its own 10/s limit, one WebSocket subscriber on their site; time from sending each
  * POST to its message arriving on the stream. Open loop: the send schedule does not wait for answers.
- * Usage: node dist/simulators/bench/stream-rate.js [--rate 2000] [--seconds 20] [--warmup 5] [--devices RATE/4]  (--help lists them)
+ * With `--redis URL` (and `--database URL`), across instances (issue 16): two instances over one PostgreSQL
+ * database and that Redis, the POSTs to the first, the subscriber on the second.
+ * Usage: node dist/simulators/bench/stream-rate.js [--rate 2000] [--seconds 20] [--warmup 5] [--devices RATE/4]
+ *          [--database URL --redis URL]  (--help lists them)
  */
 export interface StreamRateOptions {
   /** POSTs per second in all. */
@@ -23,14 +30,46 @@ export interface StreamRateOptions {
    * the JIT: their messages are reported apart (`warmup_latency_ms`), not in the steady figures.
    */
   warmupSeconds?: number;
+  /** Across two instances sharing this Redis, on a throw-away database of the `database` server. */
+  redis?: string;
+  database?: string;
 }
 
 export async function measureStreamRate(options: StreamRateOptions = {}) {
+  const { redis } = options;
+  if (!redis) return onPlatforms(options, () => startBenchPlatform().then((p) => [p]));
+  const dataDir = await mkdtemp(join(tmpdir(), 'cp-bench-stream-'));
+  try {
+    return await withBenchDatabase({ database: options.database ?? DEFAULT_POSTGRES }, (database) =>
+      onPlatforms(options, async () => {
+        const started: BenchPlatform[] = [];
+        for (const name of ['stream-1', 'stream-2'])
+          started.push(
+            await startBenchPlatform(['--redis', redis, '--instance-id', name], {
+              database: database.choice,
+              dataDir,
+              keep: true,
+            }),
+          );
+        return started;
+      }),
+    );
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const DEFAULT_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** POSTs to the first platform, the subscriber on the last (the same one without Redis). */
+async function onPlatforms(options: StreamRateOptions, start: () => Promise<BenchPlatform[]>) {
   const RATE = options.rate ?? 2000;
   const SECONDS = options.seconds ?? 20;
   const DEVICES = options.devices ?? Math.max(1, Math.ceil(RATE / 4));
   const WARMUP_SECONDS = options.warmupSeconds ?? 5;
-  const platform = await startBenchPlatform();
+  const platforms = await start();
+  const platform = platforms[0]!;
+  const subscribed = platforms[platforms.length - 1]!;
   try {
     const tenant = await benchTenant(platform, 'Stream Bench');
     const token = await tenant.client();
@@ -65,8 +104,8 @@ export async function measureStreamRate(options: StreamRateOptions = {}) {
     let telemetryMessages = 0;
     const others: string[] = [];
     let closeCode: number | undefined;
-    const ws = new WebSocket(`${platform.url.replace('https', 'wss')}/v1/operator/stream`, {
-      ca: platform.ca,
+    const ws = new WebSocket(`${subscribed.url.replace('https', 'wss')}/v1/operator/stream`, {
+      ca: subscribed.ca,
       headers: { authorization: `Bearer ${token}` },
     });
     await new Promise<void>((resolve, reject) => {
@@ -155,6 +194,7 @@ export async function measureStreamRate(options: StreamRateOptions = {}) {
     const elapsed = (performance.now() - start) / 1000;
     // received counts steady and warm-up messages alike: every message sent must arrive.
     return {
+      instances: platforms.length,
       target_rate: RATE,
       achieved_rate: Math.round(sent / elapsed),
       devices: DEVICES,
@@ -172,19 +212,28 @@ export async function measureStreamRate(options: StreamRateOptions = {}) {
       p99_by_second_ms: bySecond.map((l) => summarize(l ?? []).p99),
     };
   } finally {
-    await platform.stop();
+    for (const p of platforms) await p.stop();
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values, given } = benchArgsOrExit({
+  const { values, given, texts } = benchArgsOrExit({
     usage: `Usage: node dist/simulators/bench/stream-rate.js [options]
-  telemetry POSTs at --rate per second to a WebSocket subscriber of their site: latency p50/p99`,
+  telemetry POSTs at --rate per second to a WebSocket subscriber of their site: latency p50/p99
+  (with --redis: POSTs to one instance, the subscriber on another)`,
     options: {
       rate: { default: 2000, help: 'POSTs per second in all' },
       seconds: { default: 20, help: 'seconds measured after the warm-up' },
       warmup: { default: 5, zero: true, help: 'seconds at full rate reported apart' },
       devices: { default: 500, defaultText: 'rate / 4', integer: true, help: 'chargers sending' },
+    },
+    texts: {
+      database: DATABASE_OPTION,
+      redis: {
+        value: 'URL',
+        help: 'across two instances sharing this Redis (on PostgreSQL: --database, default the local server)',
+        check: (v) => (/^rediss?:\/\/./.test(v) ? undefined : `--redis needs a redis:// URL, got ${v}`),
+      },
     },
   });
   const result = await measureStreamRate({
@@ -192,6 +241,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     seconds: values.seconds,
     warmupSeconds: values.warmup,
     ...(given.has('devices') ? { devices: values.devices } : {}),
+    ...(texts.redis ? { redis: texts.redis } : {}),
+    ...(texts.database ? { database: texts.database } : {}),
   });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

@@ -32,6 +32,7 @@ let operator: HttpClient;
 let token: string;
 const streamed: Array<Record<string, unknown>> = [];
 let stream: WebSocket | undefined;
+let siteId: string;
 
 const serveArgs = (name: string) => [
   '--env',
@@ -125,7 +126,8 @@ describe('three instances behind HAProxy, one database, one Redis, a fleet of re
       stream!.once('open', () => resolve());
       stream!.once('error', reject);
     });
-    stream.send(JSON.stringify({ type: 'subscribe', site_ids: [one.body.data.site_id] }));
+    siteId = one.body.data.site_id;
+    stream.send(JSON.stringify({ type: 'subscribe', site_ids: [siteId] }));
     const everyCharger = new Set(fleetDeviceIds());
     const heard = await waitFor(
       () => new Set(streamed.filter((m) => m.type === 'telemetry').map((m) => m.device_id as string)),
@@ -163,6 +165,17 @@ describe('three instances behind HAProxy, one database, one Redis, a fleet of re
 
   let killWindow: FleetStatsWindow;
   it('carries on through the others when one instance is killed (SIGKILL) under load', async () => {
+    // A 10-s pause of the site: its end is the sweep's to see, which must go on whichever instance died.
+    const control = await operator.post('/v1/operator/control/flexibility', {
+      token,
+      json: {
+        target_type: 'site',
+        target_ids: [siteId],
+        command: 'pause_charging',
+        params: { duration: 10 },
+      },
+    });
+    expect(control.status, control.text).toBe(200);
     fleet!.takeWindow();
     instances[1]!.kill();
     expect((await instances[1]!.exited).signal).toBe('SIGKILL');
@@ -187,6 +200,16 @@ describe('three instances behind HAProxy, one database, one Redis, a fleet of re
     const answered = Object.keys(killWindow.failed_by_cause).filter((c) => c.startsWith('http_'));
     expect(answered).toEqual([]);
     expect(killWindow.failures.rate_limited).toBe(0);
+    // The sweep kept running: the control ended as its window did.
+    const controlStatus = await waitFor(
+      async () =>
+        (await operator.get(`/v1/operator/control/${control.body.data.control_id}`, { token })).body.data
+          .status,
+      (status) => status === 'completed',
+      20_000,
+      1_000,
+    );
+    expect(controlStatus).toBe('completed');
     // The survivors still serve and say so.
     for (const i of [instances[0]!, instances[2]!]) {
       const http = httpClient(i.url, ca);
