@@ -11,13 +11,12 @@ import {
   STREAM_MAX_CONNECTIONS_PER_CLIENT,
   STREAM_PING_INTERVAL_SECONDS,
   StreamClientMessage,
-  type TelemetryRecord,
   validate,
 } from '../../shared/index.js';
 import { ApiError, errors } from '../api-error.js';
 import { bearerToken, verifyOperatorToken } from '../auth/authenticate.js';
 import type { PlatformContext } from '../context.js';
-import type { PlatformEvents } from '../platform-events.js';
+import { createStreamEvents } from './stream-events.js';
 
 /**
  * The live telemetry stream (DESIGN.md §8). Subscribers are indexed by device and by site, so a telemetry POST
@@ -27,7 +26,7 @@ import type { PlatformEvents } from '../platform-events.js';
  * being buffered without bound or slowing anyone else. With several instances, the subscription sets held are
  * also registered with the others (`SubscriptionRegistry`), so that a duplicate is refused on any of them.
  */
-interface Subscriber {
+export interface Subscriber {
   socket: WebSocket;
   clientId: string;
   operatorIds: readonly string[];
@@ -129,83 +128,7 @@ export function createTelemetryStream(
   };
   const sendJson = (s: Subscriber, message: unknown) => send(s, JSON.stringify(message));
 
-  /** Subscribers that may see this device now. */
-  const audienceOf = (deviceId: string): Subscriber[] => {
-    const entry = ctx.directory.device(deviceId);
-    if (!entry?.operator_id) return [];
-    const out: Subscriber[] = [];
-    const direct = byDevice.get(deviceId);
-    const site = entry.site_id ? bySite.get(entry.site_id) : undefined;
-    for (const set of [direct, site]) {
-      if (!set) continue;
-      for (const s of set) if (s.operatorIds.includes(entry.operator_id) && !out.includes(s)) out.push(s);
-    }
-    return out;
-  };
-
-  /**
-   * Runs `publish` once the device's tenancy is known here. An event relayed from another instance may name a
-   * device registered there a moment ago, before this instance's directory heard of it: it is looked up once
-   * (one lookup per device however many events wait for it), not dropped.
-   */
-  const refreshing = new Map<string, Promise<void>>();
-  const whenKnown = (deviceId: string, publish: () => void) => {
-    if (byDevice.size === 0 && bySite.size === 0) return;
-    if (ctx.directory.device(deviceId)) return publish();
-    let known = refreshing.get(deviceId);
-    if (!known) {
-      known = ctx.directory
-        .refreshDevice(deviceId)
-        .catch(() => undefined)
-        .finally(() => refreshing.delete(deviceId));
-      refreshing.set(deviceId, known);
-    }
-    void known.then(publish);
-  };
-
-  const local: PlatformEvents = {
-    telemetry(deviceId, records: readonly TelemetryRecord[]) {
-      const audience = audienceOf(deviceId);
-      if (audience.length === 0) return;
-      const siteId = ctx.directory.device(deviceId)?.site_id ?? undefined;
-      for (const r of records) {
-        const text = JSON.stringify({ type: 'telemetry', device_id: deviceId, site_id: siteId, ...r });
-        for (const s of audience) send(s, text);
-      }
-    },
-    deviceStatus(deviceId, status, atMs) {
-      const audience = audienceOf(deviceId);
-      if (audience.length === 0) return;
-      const text = JSON.stringify({
-        type: 'device_status',
-        device_id: deviceId,
-        status,
-        at: new Date(atMs).toISOString(),
-      });
-      for (const s of audience) send(s, text);
-    },
-    commandStatus(c, atMs) {
-      const audience = audienceOf(c.device_id);
-      if (audience.length === 0) return;
-      const message: Record<string, unknown> = {
-        type: 'command_status',
-        command_id: c.command_id,
-        device_id: c.device_id,
-        command: c.command,
-        status: c.status,
-        at: new Date(atMs).toISOString(),
-      };
-      if (c.reason) message.reason = c.reason;
-      const text = JSON.stringify(message);
-      for (const s of audience) send(s, text);
-    },
-  };
-  const events: PlatformEvents = {
-    telemetry: (deviceId, records) => whenKnown(deviceId, () => local.telemetry(deviceId, records)),
-    deviceStatus: (deviceId, status, atMs) =>
-      whenKnown(deviceId, () => local.deviceStatus(deviceId, status, atMs)),
-    commandStatus: (c, atMs) => whenKnown(c.device_id, () => local.commandStatus(c, atMs)),
-  };
+  const events = createStreamEvents(ctx, { byDevice, bySite, send });
 
   const fail = (s: Subscriber, err: ApiError) =>
     sendJson(s, {
