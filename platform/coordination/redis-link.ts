@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 
 /** Where the link reports that Redis went away or came back (the server's pino logger fits). */
@@ -83,5 +84,30 @@ export function redactedUrl(url: string): string {
     return u.toString();
   } catch {
     return 'redis';
+  }
+}
+
+/** A Lua script, named by its SHA1 for EVALSHA, with its text for when Redis has not cached it. */
+export interface RedisScript {
+  text: string;
+  sha: string;
+}
+
+export function redisScript(text: string): RedisScript {
+  return { text, sha: createHash('sha1').update(text).digest('hex') };
+}
+
+/** EVALSHA, or the whole script once when Redis does not know it (first use, or Redis restarted). */
+export async function runScript(
+  client: Redis,
+  script: RedisScript,
+  keys: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<unknown> {
+  try {
+    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return await client.eval(script.text, keys.length, ...keys, ...args);
   }
 }

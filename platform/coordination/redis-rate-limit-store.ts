@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RateDecision, RateLimitStore } from '../rate-limit/rate-limiter.js';
+import { redisScript, runScript } from './redis-link.js';
 
 export interface RedisRateLimitStoreOptions {
   /** Answers while Redis is away (fail-open: each instance then counts on its own). */
@@ -34,7 +34,7 @@ export function redisUnavailable(status: string): RedisUnavailableError {
  * (PTTL -1: written by hand, or left by a non-atomic writer) would refuse its subject forever, so it gets a
  * window again; its count is kept, erring towards refusing rather than letting a burst through.
  */
-const HIT_SCRIPT = `
+const HIT = redisScript(`
 local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
 if count == 1 or ttl < 0 then
@@ -42,8 +42,7 @@ if count == 1 or ttl < 0 then
   ttl = tonumber(ARGV[1])
 end
 return {count, ttl}
-`;
-const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+`);
 
 /**
  * Fixed windows shared by every instance on one Redis: the window starts at a key's first hit on any instance
@@ -87,15 +86,7 @@ interface Counted {
 async function countHit(client: Redis, key: string, windowMs: number): Promise<Counted> {
   // PEXPIRE wants a positive integer.
   const ttl = Math.max(1, Math.ceil(windowMs));
-  let reply: unknown;
-  try {
-    reply = await client.evalsha(HIT_SHA, 1, key, ttl);
-  } catch (err) {
-    // Not in Redis' script cache (first use, or Redis restarted): send it whole once; it is cached after.
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    reply = await client.eval(HIT_SCRIPT, 1, key, ttl);
-  }
-  return parseCounted(reply);
+  return parseCounted(await runScript(client, HIT, [key], [ttl]));
 }
 
 function parseCounted(reply: unknown): Counted {

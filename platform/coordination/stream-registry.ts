@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SubscriptionRegistry } from '../stream/telemetry-stream.js';
-import type { RedisLink } from './redis-link.js';
+import { type RedisLink, type RedisScript, redisScript, runScript } from './redis-link.js';
 
 /** Three ping periods (30 s each): a live instance refreshes its claims twice before they would lapse. */
 export const STREAM_CLAIM_TTL_SECONDS = 90;
@@ -48,14 +48,9 @@ return held
 /** Sets per refresh script call: bounds one call's time in Redis, whatever the number of subscribers. */
 const REFRESH_BATCH = 500;
 
-interface Script {
-  text: string;
-  sha: string;
-}
-const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
-const CLAIM = script(CLAIM_SCRIPT);
-const RELEASE = script(RELEASE_SCRIPT);
-const REFRESH = script(REFRESH_SCRIPT);
+const CLAIM = redisScript(CLAIM_SCRIPT);
+const RELEASE = redisScript(RELEASE_SCRIPT);
+const REFRESH = redisScript(REFRESH_SCRIPT);
 
 /**
  * The stream's subscription sets held across the instances of one platform (DESIGN.md §13), in Redis: one key
@@ -75,17 +70,10 @@ export function createStreamRegistry(
   const redisKey = (key: string) => options.prefix + createHash('sha256').update(key).digest('hex');
   const value = (connectionId: string) => `${options.holder}:${connectionId}`;
 
-  /** EVALSHA, or the script itself once if Redis has not cached it (first use, or Redis restarted). */
-  async function run(s: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    try {
-      return await link.client.evalsha(s.sha, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return await link.client.eval(s.text, keys.length, ...keys, ...args);
-    }
-  }
+  const run = (s: RedisScript, keys: readonly string[], args: readonly string[]) =>
+    runScript(link.client, s, keys, args);
   /** Runs a script whose answer does not matter, never rejecting. */
-  const fireAndForget = (s: Script, keys: readonly string[], args: readonly string[]) => {
+  const fireAndForget = (s: RedisScript, keys: readonly string[], args: readonly string[]) => {
     if (!link.available()) return;
     run(s, keys, args).catch(() => undefined);
   };

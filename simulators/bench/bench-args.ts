@@ -27,6 +27,13 @@ export interface TextOption {
   check?: (value: string) => string | undefined;
 }
 
+/** `--redis URL` of the benchmarks that run several instances (issue 16). */
+export const REDIS_OPTION: TextOption = {
+  value: 'URL',
+  help: 'the Redis the instances share (redis://host:port)',
+  check: (value) => (/^rediss?:\/\/./.test(value) ? undefined : `--redis needs a redis:// URL, got ${value}`),
+};
+
 /**
  * `--database URL` of the benchmarks that can run the platform on PostgreSQL: the server they make a
  * throw-away database on (`bench-database.ts`). Without it they run on SQLite.

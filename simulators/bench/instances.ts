@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { registerLoadChargers } from './bare-baseline.js';
-import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import { benchArgsOrExit, DATABASE_OPTION, REDIS_OPTION } from './bench-args.js';
 import { withBenchDatabase } from './bench-database.js';
 import {
   type BenchPlatform,
@@ -232,11 +232,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     },
     texts: {
       database: DATABASE_OPTION,
-      redis: {
-        value: 'URL',
-        help: 'the Redis the instances share (default redis://127.0.0.1:6379)',
-        check: (v) => (/^rediss?:\/\/./.test(v) ? undefined : `--redis needs a redis:// URL, got ${v}`),
-      },
+      redis: REDIS_OPTION,
     },
   });
   const figures = await measureInstances({

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
+import { benchArgsOrExit, DATABASE_OPTION, REDIS_OPTION } from './bench-args.js';
 import { withBenchDatabase } from './bench-database.js';
 import { type BenchPlatform, benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
 
@@ -229,11 +229,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     },
     texts: {
       database: DATABASE_OPTION,
-      redis: {
-        value: 'URL',
-        help: 'across two instances sharing this Redis (on PostgreSQL: --database, default the local server)',
-        check: (v) => (/^rediss?:\/\/./.test(v) ? undefined : `--redis needs a redis:// URL, got ${v}`),
-      },
+      redis: REDIS_OPTION,
     },
   });
   const result = await measureStreamRate({
