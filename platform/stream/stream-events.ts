@@ -38,7 +38,6 @@ export function createStreamEvents(
    */
   const refreshing = new Map<string, Promise<void>>();
   const whenKnown = (deviceId: string, publish: () => void) => {
-    if (byDevice.size === 0 && bySite.size === 0) return;
     if (ctx.directory.device(deviceId)) return publish();
     let known = refreshing.get(deviceId);
     if (!known) {
@@ -88,10 +87,17 @@ export function createStreamEvents(
       for (const s of audience) send(s, text);
     },
   };
+  // Nobody subscribed (the usual case on the ingest path): nothing to look up, nothing allocated.
+  const nobody = () => byDevice.size === 0 && bySite.size === 0;
   return {
-    telemetry: (deviceId, records) => whenKnown(deviceId, () => local.telemetry(deviceId, records)),
-    deviceStatus: (deviceId, status, atMs) =>
-      whenKnown(deviceId, () => local.deviceStatus(deviceId, status, atMs)),
-    commandStatus: (c, atMs) => whenKnown(c.device_id, () => local.commandStatus(c, atMs)),
+    telemetry(deviceId, records) {
+      if (!nobody()) whenKnown(deviceId, () => local.telemetry(deviceId, records));
+    },
+    deviceStatus(deviceId, status, atMs) {
+      if (!nobody()) whenKnown(deviceId, () => local.deviceStatus(deviceId, status, atMs));
+    },
+    commandStatus(c, atMs) {
+      if (!nobody()) whenKnown(c.device_id, () => local.commandStatus(c, atMs));
+    },
   };
 }
