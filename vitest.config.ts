@@ -23,6 +23,7 @@ const SQLITE_ONLY = [
 const POSTGRES_ONLY = [
   'test/integration/postgres-faults.test.ts',
   'test/integration/postgres-statistics.test.ts',
+  'test/integration/postgres-exclusive-jobs.test.ts',
   'test/integration/redis-coordination.test.ts',
   'test/integration/several-instances.test.ts',
   'test/integration/stream-across-instances.test.ts',

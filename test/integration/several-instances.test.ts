@@ -67,23 +67,46 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-const stop = (deviceId: string) => ({
-  path: `/v1/operator/devices/${deviceId}/connectors/1/stop`,
-  json: { reason: 'user_request' },
-});
+/** The tenant's stop of a charger's connector 1, through `p`. */
+const sendStop = (p: TestPlatform, deviceId: string) =>
+  p.http.post(`/v1/operator/devices/${deviceId}/connectors/1/stop`, {
+    token: tenant.token,
+    json: { reason: 'user_request' },
+  });
+
+/** A new charger's long poll parked on `holder`, then a stop sent through `sender`: both answers. */
+async function stopAcross(holder: TestPlatform, sender: TestPlatform, sn: string) {
+  const dev = await registerDevice(a, sn, tenant.siteId);
+  // Parked for up to 25 s: only a wake-up from the other instance answers it with the command.
+  const poll = holder.http.get('/v1/device/commands?wait=25', { token: dev.token });
+  await waitUntil(() => holder.platform.context.notifier.connectedDevices() === 1);
+  const sent = await sendStop(sender, dev.deviceId);
+  expect(sent.status).toBe(200);
+  return { dev, sent, answered: await poll };
+}
+
+/** The tenant's stream on `p`, subscribed to `deviceIds`: every message it receives, in order. */
+async function subscribeOn(p: TestPlatform, deviceIds: string[]) {
+  const ws = new WebSocket(`wss://127.0.0.1:${p.port}/v1/operator/stream`, {
+    ca: p.ca,
+    headers: { authorization: `Bearer ${tenant.token}` },
+  });
+  const messages: Array<Record<string, unknown>> = [];
+  ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  ws.send(JSON.stringify({ type: 'subscribe', device_ids: deviceIds }));
+  await waitUntil(() => messages.some((m) => m.type === 'subscribed')).catch((err) => {
+    throw new Error(`subscribe: ${err.message}: ${JSON.stringify(messages)}`);
+  });
+  return { messages, close: () => ws.close() };
+}
 
 describe('several instances, one database, one Redis', () => {
   it('a command accepted by one instance wakes the long poll parked on another', async () => {
-    const dev = await registerDevice(a, 'MI-WAKE-1', tenant.siteId);
-    // Parked on B for up to 25 s: only a wake-up from A's command answers it with the command.
-    const poll = b.http.get('/v1/device/commands?wait=25', { token: dev.token });
-    await waitUntil(() => b.platform.context.notifier.connectedDevices() === 1);
-    const sent = await a.http.post(stop(dev.deviceId).path, {
-      token: tenant.token,
-      json: stop(dev.deviceId).json,
-    });
-    expect(sent.status).toBe(200);
-    const answered = await poll;
+    const { dev, sent, answered } = await stopAcross(b, a, 'MI-WAKE-1');
     expect(answered.status).toBe(200);
     expect(answered.body.data.commands.map((x: { command_id: string }) => x.command_id)).toEqual([
       sent.body.data.command_id,
@@ -102,20 +125,7 @@ describe('several instances, one database, one Redis', () => {
 
   it('a stream subscriber on one instance hears telemetry and command changes accepted by the others', async () => {
     const dev = await registerDevice(a, 'MI-STREAM-1', tenant.siteId);
-    const ws = new WebSocket(`wss://127.0.0.1:${c.port}/v1/operator/stream`, {
-      ca: c.ca,
-      headers: { authorization: `Bearer ${tenant.token}` },
-    });
-    const messages: Array<Record<string, unknown>> = [];
-    ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    ws.send(JSON.stringify({ type: 'subscribe', device_ids: [dev.deviceId] }));
-    await waitUntil(() => messages.some((m) => m.type === 'subscribed')).catch((err) => {
-      throw new Error(`subscribe: ${err.message}: ${JSON.stringify(messages)}`);
-    });
+    const { messages, close } = await subscribeOn(c, [dev.deviceId]);
 
     const at = new Date(Date.now() - 1_000).toISOString();
     const posted = await a.http.post('/v1/device/telemetry', {
@@ -123,15 +133,12 @@ describe('several instances, one database, one Redis', () => {
       json: { timestamp: at, connector_id: 1, state: 'charging', power: 11.5 },
     });
     expect(posted.status).toBe(200);
-    const sent = await b.http.post(stop(dev.deviceId).path, {
-      token: tenant.token,
-      json: stop(dev.deviceId).json,
-    });
+    const sent = await sendStop(b, dev.deviceId);
     expect(sent.status).toBe(200);
     await waitUntil(() => messages.some((m) => m.type === 'command_status')).catch((err) => {
       throw new Error(`${err.message}: ${JSON.stringify(messages)}`);
     });
-    ws.close();
+    close();
     const telemetry = messages.filter((m) => m.type === 'telemetry');
     expect(telemetry).toEqual([
       expect.objectContaining({
@@ -233,22 +240,8 @@ describe('several instances, one database, one Redis', () => {
 
   it('online and offline are the same on every instance, and each transition is streamed once', async () => {
     const dev = await registerDevice(a, 'MI-LIVE-1', tenant.siteId);
-    const ws = new WebSocket(`wss://127.0.0.1:${c.port}/v1/operator/stream`, {
-      ca: c.ca,
-      headers: { authorization: `Bearer ${tenant.token}` },
-    });
-    const statuses: string[] = [];
-    ws.on('message', (raw) => {
-      const m = JSON.parse(raw.toString());
-      if (m.type === 'device_status') statuses.push(m.status);
-      if (m.type === 'subscribed') statuses.push('subscribed');
-    });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    ws.send(JSON.stringify({ type: 'subscribe', device_ids: [dev.deviceId] }));
-    await waitUntil(() => statuses.includes('subscribed'));
+    const { messages, close } = await subscribeOn(c, [dev.deviceId]);
+    const statuses = () => messages.filter((m) => m.type === 'device_status').map((m) => m.status);
     const advanceAll = (ms: number) => {
       for (const p of [a, b, c]) p.advance(ms);
     };
@@ -263,7 +256,7 @@ describe('several instances, one database, one Redis', () => {
     // Seen by A, then by B: online once.
     expect((await heartbeat(a)).status).toBe(200);
     expect((await heartbeat(b)).status).toBe(200);
-    await waitUntil(() => statuses.includes('online'));
+    await waitUntil(() => statuses().includes('online'));
     // The charger stays with B; A last saw it 100 s ago, beyond the 90-s window. B's sight reaches the database
     // first (its periodic write), then A's tick finds it there and does not call the charger offline.
     advanceAll(60_000);
@@ -276,15 +269,15 @@ describe('several instances, one database, one Redis', () => {
     advanceAll(40_000);
     await new Promise((r) => setTimeout(r, 6_000)); // one liveness tick of every instance
     for (const p of [a, b, c]) expect(await onlineOn(p)).toBe('online');
-    expect(statuses).toEqual(['subscribed', 'online']);
+    expect(statuses()).toEqual(['online']);
 
     // Now it stops altogether: offline on every instance, streamed once.
     advanceAll(100_000);
-    await waitUntil(() => statuses.includes('offline'), 15_000);
+    await waitUntil(() => statuses().includes('offline'), 15_000);
     await new Promise((r) => setTimeout(r, 6_000)); // every instance has ticked again
-    ws.close();
+    close();
     for (const p of [a, b, c]) expect(await onlineOn(p)).toBe('offline');
-    expect(statuses).toEqual(['subscribed', 'online', 'offline']);
+    expect(statuses()).toEqual(['online', 'offline']);
   });
 
   it('relays telemetry only while another instance has stream subscribers', async () => {
@@ -363,15 +356,8 @@ describe('several instances, one database, one Redis', () => {
     await waitUntil(() => links.every((l) => l.available()));
     expect((await a.http.get('/readyz')).status).toBe(200);
     // Wake-ups cross instances again (the subscriber re-subscribed on its own).
-    const dev = await registerDevice(a, 'MI-AFTER-1', tenant.siteId);
-    const poll = c.http.get('/v1/device/commands?wait=25', { token: dev.token });
-    await waitUntil(() => c.platform.context.notifier.connectedDevices() === 1);
-    const sent = await b.http.post(stop(dev.deviceId).path, {
-      token: tenant.token,
-      json: stop(dev.deviceId).json,
-    });
-    expect(sent.status).toBe(200);
-    expect((await poll).body.data.commands).toHaveLength(1);
+    const { answered } = await stopAcross(c, b, 'MI-AFTER-1');
+    expect(answered.body.data.commands).toHaveLength(1);
   });
 
   it('answers parked long polls at once when an instance shuts down, and says it is draining', async () => {
