@@ -1,55 +1,125 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { ErrorCode, type ErrorResponse } from '../shared/index.js';
+
 /**
- * A self-contained, interactive API reference at `GET /docs`: it reads `/v1/openapi.json` in the browser and
- * lists every operation with its parameters, body schema, responses and security. No external scripts or fonts,
- * so it works on an isolated network.
+ * The interactive API reference at `GET /docs`: Swagger UI (`swagger-ui-dist`, from the platform's own
+ * node_modules) reading `/v1/openapi.json`, with "Try it out" and an Authorize dialog that obtains a token with
+ * client credentials from `/v1/operator/oauth/token` (the document's `operatorOAuth` scheme) or takes a pasted
+ * bearer token. Everything comes from this server (`/docs/assets/*`): no CDN, no fonts, no validator badge, so it
+ * works on an isolated network, and the Content-Security-Policy allows nothing else. The start-up script is a
+ * served file, not inline. Tokens stay in the page's memory (`persistAuthorization` off).
  */
-export const API_REFERENCE_HTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+
+export const API_REFERENCE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  // swagger-ui.css draws its icons as data: SVGs; a data: URL is no request to anywhere.
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const API_REFERENCE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Charger Platform API reference</title>
-<style>
-body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-header{background:#1d2330;color:#fff;padding:16px 24px}header h1{font-size:20px;margin:0}
-main{max-width:1100px;margin:0 auto;padding:16px 24px}
-input{width:100%;padding:8px 10px;font-size:15px;border:1px solid #c8ccd4;border-radius:6px;margin:8px 0 16px}
-details{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:6px 0}
-summary{cursor:pointer;padding:8px 12px;display:flex;gap:12px;align-items:baseline}
-.m{font:600 12px ui-monospace,monospace;padding:2px 6px;border-radius:4px;color:#fff;min-width:52px;text-align:center}
-.GET{background:#2f6fdf}.POST{background:#1f9d55}.DELETE{background:#c53030}
-.p{font-family:ui-monospace,monospace}.s{color:#5b6472}
-.body{padding:0 16px 12px}pre{background:#f0f2f5;padding:8px;border-radius:4px;overflow:auto;font-size:12px}
-h2{margin:24px 0 4px;font-size:16px;text-transform:capitalize}
-</style></head>
-<body><header><h1>Charger Platform API reference <span id="v" class="s"></span></h1></header>
-<main><input id="q" placeholder="Filter by path, method or words" autofocus><div id="ops">Loading…</div></main>
-<script>
-const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-const json = (o) => '<pre>' + esc(JSON.stringify(o, null, 2)) + '</pre>';
-fetch('/v1/openapi.json').then((r) => r.json()).then((doc) => {
-  document.getElementById('v').textContent = 'v' + doc.info.version;
-  const ops = [];
-  for (const [path, item] of Object.entries(doc.paths))
-    for (const [method, op] of Object.entries(item)) ops.push({ path, method: method.toUpperCase(), op });
-  const render = (filter) => {
-    const f = filter.toLowerCase();
-    const groups = {};
-    for (const o of ops) {
-      const text = (o.method + ' ' + o.path + ' ' + (o.op.summary || '') + ' ' + (o.op.description || '')).toLowerCase();
-      if (f && !text.includes(f)) continue;
-      (groups[o.op.tags?.[0] || 'other'] ||= []).push(o);
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+<noscript>This reference needs JavaScript; the OpenAPI document is at <a href="/v1/openapi.json">/v1/openapi.json</a>.</noscript>
+<div id="swagger-ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/api-reference.js"></script>
+</body>
+</html>
+`;
+
+/** Starts Swagger UI on the page above (served as a file, so that the CSP needs no 'unsafe-inline'). */
+const INIT_SCRIPT = `'use strict';
+window.ui = SwaggerUIBundle({
+  url: '/v1/openapi.json',
+  dom_id: '#swagger-ui',
+  presets: [SwaggerUIBundle.presets.apis],
+  layout: 'BaseLayout',
+  deepLinking: true,
+  filter: true,
+  displayRequestDuration: true,
+  // No badge fetched from validator.swagger.io.
+  validatorUrl: null,
+  // Tokens obtained or pasted in the Authorize dialog stay in memory, never in localStorage.
+  persistAuthorization: false,
+  supportedSubmitMethods: ['get', 'post', 'patch', 'delete'],
+});
+`;
+
+const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+interface Asset {
+  type: string;
+  load: () => Buffer;
+}
+
+/** What `/docs/assets/{name}` serves; nothing else (no file system path comes from the request). */
+const ASSETS: Record<string, Asset> = {
+  'swagger-ui-bundle.js': {
+    type: 'text/javascript; charset=utf-8',
+    load: () => readFileSync(join(SWAGGER_UI_DIR, 'swagger-ui-bundle.js')),
+  },
+  'swagger-ui.css': {
+    type: 'text/css; charset=utf-8',
+    load: () => readFileSync(join(SWAGGER_UI_DIR, 'swagger-ui.css')),
+  },
+  'favicon-32x32.png': {
+    type: 'image/png',
+    load: () => readFileSync(join(SWAGGER_UI_DIR, 'favicon-32x32.png')),
+  },
+  'api-reference.js': { type: 'text/javascript; charset=utf-8', load: () => Buffer.from(INIT_SCRIPT) },
+};
+export const API_REFERENCE_ASSETS: readonly string[] = Object.keys(ASSETS);
+
+export function registerApiReference(app: FastifyInstance): void {
+  // Read on first use (Swagger UI's bundle is 1.7 MB) and kept; revalidated by ETag.
+  const loaded = new Map<string, { body: Buffer; etag: string }>();
+  app.get('/docs', async (_request, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', API_REFERENCE_CSP)
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .send(API_REFERENCE_HTML),
+  );
+  app.get<{ Params: { name: string } }>('/docs/assets/:name', async (request, reply) => {
+    const name = request.params.name;
+    const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
+    if (!asset) {
+      const body: ErrorResponse = {
+        code: ErrorCode.NOT_FOUND,
+        message: `No asset ${name.slice(0, 100)}`,
+        details: { field: 'name', value: name.slice(0, 100) },
+      };
+      return reply.code(404).send(body);
     }
-    document.getElementById('ops').innerHTML = Object.entries(groups).map(([tag, list]) =>
-      '<h2>' + esc(tag) + '</h2>' + list.map((o) => {
-        const sec = (o.op.security || []).map((s) => Object.entries(s).map(([k, v]) => k + (v.length ? ' (' + v.join(', ') + ')' : '')).join('')).join(', ') || 'none';
-        const params = (o.op.parameters || []).map((p) => '<li><code>' + esc(p.name) + '</code> in ' + p.in + (p.required ? ', required' : '') + ' — ' + esc(JSON.stringify(p.schema)) + '</li>').join('');
-        const body = o.op.requestBody ? '<p><b>Body</b></p>' + json(Object.values(o.op.requestBody.content)[0].schema) : '';
-        const ok = o.op.responses['200']?.content ? '<p><b>200</b></p>' + json(Object.values(o.op.responses['200'].content)[0].schema) : '';
-        const errs = Object.keys(o.op.responses).filter((k) => k !== '200').join(', ');
-        return '<details><summary><span class="m ' + o.method + '">' + o.method + '</span><span class="p">' + esc(o.path) + '</span><span class="s">' + esc(o.op.summary || '') + '</span></summary><div class="body">' +
-          (o.op.description ? '<p>' + esc(o.op.description) + '</p>' : '') + '<p><b>Security:</b> ' + esc(sec) + '</p>' +
-          (params ? '<p><b>Parameters</b></p><ul>' + params + '</ul>' : '') + body + ok + '<p><b>Other responses:</b> ' + esc(errs) + '</p></div></details>';
-      }).join('')).join('') || '<p>No operation matches.</p>';
-  };
-  render('');
-  document.getElementById('q').addEventListener('input', (e) => render(e.target.value));
-}).catch((e) => { document.getElementById('ops').textContent = 'Could not load /v1/openapi.json: ' + e; });
-</script></body></html>`;
+    let file = loaded.get(name);
+    if (!file) {
+      const body = asset.load();
+      file = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+      loaded.set(name, file);
+    }
+    reply
+      .header('etag', file.etag)
+      .header('cache-control', 'no-cache')
+      .header('x-content-type-options', 'nosniff');
+    if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
+    return reply.type(asset.type).send(file.body);
+  });
+}

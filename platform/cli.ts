@@ -2,8 +2,16 @@
 import './supported-node.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
+import { parseCorsOrigin } from './cors.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
-import { ConfigError, REDIS_ENV, type RunningPlatform, startServing } from './serve.js';
+import {
+  ConfigError,
+  DEFAULT_METRICS_HOST,
+  DEFAULT_METRICS_PORT,
+  REDIS_ENV,
+  type RunningPlatform,
+  startServing,
+} from './serve.js';
 import {
   DATABASE_ENV,
   type DatabaseChoice,
@@ -27,6 +35,18 @@ function integer(min: number, max: number) {
     if (n < min || n > max) throw new InvalidArgumentError(`must be between ${min} and ${max}`);
     return n;
   };
+}
+
+/** `--cors-origin`: repeatable, each value one origin or several separated by commas. */
+function corsOrigins(value: string, previous: string[]): string[] {
+  const given = value.split(',').filter((o) => o.trim() !== '');
+  if (given.length === 0)
+    throw new InvalidArgumentError('must name an origin such as https://app.example.com');
+  try {
+    return [...new Set([...previous, ...given.map(parseCorsOrigin)])];
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 function print(json: boolean | undefined, data: unknown, human: string): void {
@@ -88,6 +108,7 @@ function banner(running: RunningPlatform, env: string): string {
     `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
   ];
   if (running.redis) lines.push(`instance ${running.instanceId}, sharing state through ${running.redis}`);
+  if (running.metricsUrl) lines.push(`Prometheus metrics on ${running.metricsUrl}`);
   const sb = running.sandbox;
   if (sb) {
     lines.push(
@@ -168,6 +189,28 @@ program
     integer(0, 100_000),
     DEFAULT_RETENTION.rollupDays,
   )
+  .option(
+    '--cors-origin <origins>',
+    'browser origin allowed to call the API (CORS), exactly as the browser sends it, e.g. ' +
+      'https://app.example.com; repeat the option or separate origins with commas (default: none, CORS off)',
+    corsOrigins,
+    [],
+  )
+  .option(
+    '--webhooks-allow-private',
+    'deliver webhooks to http URLs and to loopback and private addresses too (default: only in the sandbox)',
+  )
+  .option(
+    '--metrics-host <host>',
+    'address of the Prometheus metrics listener (plain HTTP: keep it on a private interface)',
+    DEFAULT_METRICS_HOST,
+  )
+  .option(
+    '--metrics-port <port>',
+    'port of the Prometheus metrics listener (0: no metrics listener)',
+    integer(0, 65535),
+    DEFAULT_METRICS_PORT,
+  )
   .action(async (o) => {
     const running = await startServing({
       retention: {
@@ -188,6 +231,10 @@ program
       registration: o.registration,
       tokenTtl: o.tokenTtl,
       logLevel: o.logLevel,
+      corsOrigins: o.corsOrigin,
+      metricsHost: o.metricsHost,
+      metricsPort: o.metricsPort,
+      webhooksAllowPrivate: o.webhooksAllowPrivate,
     });
     let closing = false;
     const shutdown = (signal: string) => {

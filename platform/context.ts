@@ -8,6 +8,7 @@ import type { PrincipalDirectory } from './principal-directory.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
 import type { CommandService } from './services/command-service.js';
 import type { Store } from './storage/store.js';
+import type { WebhookEvents } from './webhooks/webhook-events.js';
 
 export interface PlatformOptions {
   env: 'production' | 'sandbox';
@@ -31,6 +32,8 @@ export interface PlatformContext {
   commands: CommandService;
   metrics?: PlatformMetrics | undefined;
   events: PlatformEvents;
+  /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */
+  webhooks: WebhookEvents;
   liveness: Liveness;
   now: () => number;
 }

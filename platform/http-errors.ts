@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import { ErrorCode, type ErrorResponse } from '../shared/index.js';
 import { ApiError } from './api-error.js';
+import { isPreflight, refusePreflight } from './cors.js';
 import { type StorageFault, type StorageFaultKind, storageFaultOf } from './storage/storage-faults.js';
 
 /** How long a client should wait before retrying a write refused by a storage fault. */
@@ -92,6 +93,16 @@ function fromFastify(err: FastifyError): ApiError | undefined {
   return undefined;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Reshapes every error a route answers, whatever raised it (body parsing, validation, handler): the
+     * operator token endpoint adds RFC 6749's `error` (route-spec.ts `mapError`).
+     */
+    mapError?: (err: ApiError) => ApiError;
+  }
+}
+
 export function installErrorHandling(
   app: FastifyInstance,
   logStorageFault: StorageFaultLog = createStorageFaultLog(),
@@ -99,18 +110,21 @@ export function installErrorHandling(
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const fault = err instanceof ApiError ? undefined : storageFaultOf(err);
     if (fault) logStorageFault(request.log, fault);
-    const api = err instanceof ApiError ? err : fault ? storageFaultError(fault) : fromFastify(err);
-    if (api) {
-      if (api.headers) reply.headers(api.headers);
-      return reply.code(api.status).send(api.toBody());
+    let api = err instanceof ApiError ? err : fault ? storageFaultError(fault) : fromFastify(err);
+    if (!api) {
+      // Never leak stack traces, SQL or paths: log them, answer a bare 9001.
+      request.log.error({ err }, 'internal error');
+      api = new ApiError(ErrorCode.INTERNAL, 'Internal error');
     }
-    // Never leak stack traces, SQL or paths: log them, answer a bare 9001.
-    request.log.error({ err }, 'internal error');
-    const body: ErrorResponse = { code: ErrorCode.INTERNAL, message: 'Internal error' };
-    return reply.code(500).send(body);
+    const mapError = request.routeOptions.config?.mapError;
+    if (mapError) api = mapError(api);
+    if (api.headers) reply.headers(api.headers);
+    return reply.code(api.status).send(api.toBody());
   });
 
   app.setNotFoundHandler((request, reply) => {
+    // While CORS is off, a browser's preflight is refused as such (cors.ts), not as a request for a wrong path.
+    if (isPreflight(request)) return refusePreflight(request, reply);
     const body: ErrorResponse = {
       code: ErrorCode.NOT_FOUND,
       message: `Route ${request.method} ${request.url.split('?')[0]} not found`,

@@ -1,11 +1,14 @@
+import { once } from 'node:events';
+import { createServer, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { PlatformMetrics } from './context.js';
 import type { Store } from './storage/store.js';
 
 /**
- * Prometheus metrics (`GET /metrics`): requests and latencies per route, chargers online and connected,
- * commands by status, stream subscribers and rate-limit refusals. Labels are route patterns, never ids.
+ * Prometheus metrics: requests and latencies per route, chargers online and connected, commands by status,
+ * stream subscribers and rate-limit refusals. Labels are route patterns, never ids. They are served on a listener
+ * of their own (`serveMetrics`, DESIGN.md §15), not on the API port.
  */
 /** What an instance shares through Redis, for its metrics (`server.ts`). */
 export interface CoordinationStats {
@@ -23,6 +26,7 @@ export function createMetrics(sources: {
   onlineChargers: () => number;
   connectedChargers: () => number;
   streamSubscribers: () => number;
+  webhooks?: () => { inFlight: number; outcomes: Record<string, number> };
 }) {
   const registry = new Registry();
   registry.setDefaultLabels({ instance: sources.instanceId });
@@ -123,6 +127,25 @@ export function createMetrics(sources: {
     },
   });
 
+  const webhooks = sources.webhooks;
+  if (webhooks) {
+    new Gauge({
+      name: 'charger_platform_webhook_attempts_in_flight',
+      help: 'Webhook delivery attempts this instance is making now',
+      registers: [registry],
+      collect() {
+        this.set(webhooks().inFlight);
+      },
+    });
+    cumulativeCounter(
+      registry,
+      'charger_platform_webhook_attempts_total',
+      'Webhook delivery attempts by outcome (delivered, failed), deliveries given up (gave_up) and endpoints disabled',
+      'outcome',
+      () => webhooks().outcomes,
+    );
+  }
+
   const coordination = sources.coordination;
   if (coordination) {
     new Gauge({
@@ -184,10 +207,77 @@ export function createMetrics(sources: {
         histogram.observe(reply.elapsedTime / 1000);
         done();
       });
-      app.get('/metrics', async (_request, reply) => {
-        reply.header('content-type', registry.contentType);
-        return registry.metrics();
-      });
+    },
+    registry,
+  };
+}
+
+export interface MetricsListener {
+  /** `http://HOST:PORT/metrics` */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The Prometheus listener (`serve --metrics-host`, `--metrics-port`): plain HTTP, as Prometheus scrapes, meant
+ * for a private interface (loopback by default). `GET /metrics` answers the text exposition format; any other
+ * path 404, another method on `/metrics` 405. Port 0 picks a free port (the CLI's 0 means no listener at all).
+ */
+export async function serveMetrics(
+  registry: Registry,
+  host: string,
+  port: number,
+  onError: (err: unknown) => void,
+): Promise<MetricsListener> {
+  const answer = (
+    res: ServerResponse,
+    status: number,
+    text: string,
+    headers: Record<string, string> = {},
+  ) => {
+    res.writeHead(status, {
+      ...headers,
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+    });
+    res.end(text);
+  };
+  const server = createServer((req, res) => {
+    if ((req.url ?? '/').split('?')[0] !== '/metrics') return answer(res, 404, 'Not found: see /metrics\n');
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return answer(res, 405, 'Method not allowed\n', { allow: 'GET, HEAD' });
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, {
+          'content-type': registry.contentType,
+          'content-length': Buffer.byteLength(text),
+        });
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      (err: unknown) => {
+        onError(err);
+        answer(res, 500, 'Collecting metrics failed\n');
+      },
+    );
+  });
+  // A scrape needs no more than this; a client that holds a connection open does not keep the process up.
+  server.requestTimeout = 10_000;
+  server.headersTimeout = 5_000;
+  const listening = once(server, 'listening');
+  server.listen({ host, port });
+  await listening; // rejects with the 'error' (EADDRINUSE, EACCES, EADDRNOTAVAIL) if it cannot listen
+  server.on('error', onError);
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.port : port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/metrics`,
+    port: bound,
+    async close() {
+      const closed = once(server, 'close');
+      server.close();
+      server.closeAllConnections();
+      await closed;
     },
   };
 }

@@ -21,3 +21,21 @@ export const noEvents: PlatformEvents = {
   deviceStatus() {},
   commandStatus() {},
 };
+
+/** Tells both sinks (the stream, or its relay, and the webhooks), in that order. */
+export function bothEvents(first: PlatformEvents, second: PlatformEvents): PlatformEvents {
+  return {
+    telemetry(deviceId, records) {
+      first.telemetry(deviceId, records);
+      second.telemetry(deviceId, records);
+    },
+    deviceStatus(deviceId, status, atMs) {
+      first.deviceStatus(deviceId, status, atMs);
+      second.deviceStatus(deviceId, status, atMs);
+    },
+    commandStatus(c, atMs) {
+      first.commandStatus(c, atMs);
+      second.commandStatus(c, atMs);
+    },
+  };
+}

@@ -32,7 +32,7 @@ export interface RouteSpec<
   P extends Schema | undefined = Schema | undefined,
   R extends Schema = Schema,
 > {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Fastify syntax: `/v1/operator/devices/:device_id`. */
   url: string;
   summary: string;
@@ -52,8 +52,20 @@ export interface RouteSpec<
   response: R;
   /** Not enveloped (the operator token response). */
   raw?: boolean;
-  /** Error statuses this route can answer besides 400/401/429/500. */
+  /**
+   * Error statuses this route answers besides those the OpenAPI generator derives from the declaration
+   * (openapi.ts `statusesOf`: 400, 401, 403, 404, 413, 415, 429, 500, 503).
+   */
   errors?: number[];
+  /** Reshapes every error this route answers, however raised (the token endpoint's RFC 6749 errors). */
+  mapError?: (err: ApiError) => ApiError;
+  /** This route's error answers at some statuses, when not the plain ErrorResponse (for the OpenAPI document). */
+  errorBody?: {
+    /** Name of the schema in the document's components. */
+    name: string;
+    schema: Schema;
+    responses: Readonly<Record<number, { description: string; headers?: Record<string, unknown> }>>;
+  };
   handler(input: RouteInput<B, Q, P>): Promise<z.infer<R>>;
 }
 
@@ -120,6 +132,7 @@ export function registerRoutes(
       method: spec.method,
       url: spec.url,
       ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
+      ...(spec.mapError ? { config: { mapError: spec.mapError } } : {}),
       handler: async (request, reply) => {
         const authenticated =
           spec.auth.kind === 'operator'

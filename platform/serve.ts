@@ -31,6 +31,13 @@ export interface ServeOptions {
   /** Redis shared by several instances (DESIGN.md §13); needs PostgreSQL. */
   redis?: string | undefined;
   instanceId?: string | undefined;
+  /** Browser origins allowed to call the API (CORS), exact; none: CORS off. */
+  corsOrigins?: readonly string[] | undefined;
+  /** The Prometheus listener (plain HTTP); defaults 127.0.0.1 and 9464; port 0: no listener. */
+  metricsHost?: string | undefined;
+  metricsPort?: number | undefined;
+  /** Webhooks may go to http URLs and non-public addresses (DESIGN.md §14); default: in the sandbox only. */
+  webhooksAllowPrivate?: boolean | undefined;
 }
 
 export interface RunningPlatform {
@@ -42,6 +49,8 @@ export interface RunningPlatform {
   instanceId: string;
   /** The shared Redis (password redacted), when configured. */
   redis?: string | undefined;
+  /** `http://HOST:PORT/metrics`, unless `--metrics-port 0` turned the listener off. */
+  metricsUrl?: string | undefined;
   close(): Promise<void>;
 }
 
@@ -49,6 +58,10 @@ export class ConfigError extends Error {}
 
 /** `--redis` from the environment: keeps a password out of the process list. */
 export const REDIS_ENV = 'CHARGER_PLATFORM_REDIS';
+
+/** The metrics listener's defaults (DESIGN.md §11); 9464 is the OpenTelemetry Prometheus exporter's port. */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
+export const DEFAULT_METRICS_PORT = 9464;
 
 const ENV_SETTING = 'environment';
 
@@ -111,9 +124,21 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       tls,
       instanceId,
       ...(redis ? { redis } : {}),
+      ...(opts.corsOrigins?.length ? { corsOrigins: opts.corsOrigins } : {}),
+      webhooks: { allowPrivate: opts.webhooksAllowPrivate ?? opts.env === 'sandbox' },
       ...(opts.logLevel && opts.logLevel !== 'silent' ? { log: { level: opts.logLevel } } : {}),
     });
-    await platform.app.listen({ host: opts.host, port: opts.port });
+    let metricsUrl: string | undefined;
+    try {
+      await platform.app.listen({ host: opts.host, port: opts.port });
+      const metricsPort = opts.metricsPort ?? DEFAULT_METRICS_PORT;
+      if (metricsPort !== 0)
+        metricsUrl = (await listenForMetrics(platform, opts.metricsHost ?? DEFAULT_METRICS_HOST, metricsPort))
+          .url;
+    } catch (err) {
+      await platform.close().catch(() => undefined);
+      throw err;
+    }
     const address = platform.app.server.address();
     const port = typeof address === 'object' && address ? address.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
@@ -125,6 +150,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       sandbox,
       instanceId,
       redis: opts.redis ? redactedUrl(opts.redis) : undefined,
+      metricsUrl,
       async close() {
         try {
           await platform.close();
@@ -146,6 +172,26 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
         `cannot use ${describeChoice(database, opts.dataDir)}: ${(err as Error).message}`,
       );
     throw fault ? new DataDirError(dataDirFaultMessage(opts.dataDir, fault), fault) : err;
+  }
+}
+
+/** The metrics listener, or a ConfigError that says which option to change. */
+async function listenForMetrics(platform: Platform, host: string, port: number) {
+  try {
+    return await platform.serveMetrics(host, port);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? 'the port is in use (another instance on this machine needs a --metrics-port of its own)'
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+          ? 'no such local address'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : (err as Error).message;
+    throw new ConfigError(
+      `cannot serve metrics on ${host}:${port} (--metrics-host, --metrics-port; 0 turns them off): ${why}`,
+    );
   }
 }
 

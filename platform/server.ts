@@ -7,18 +7,19 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { DestinationStream } from 'pino';
 import { API_VERSION, ErrorCode, type ErrorResponse, MAX_BODY_BYTES } from '../shared/index.js';
 import { ApiError } from './api-error.js';
-import { API_REFERENCE_HTML } from './api-reference-page.js';
+import { registerApiReference } from './api-reference-page.js';
 import { createTokenService } from './auth/access-tokens.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
 import type { PlatformContext, PlatformOptions } from './context.js';
 import type { RedisLink } from './coordination/redis-link.js';
 import { shareThroughRedis } from './coordination/shared-state.js';
+import { installCors } from './cors.js';
 import { createStorageFaultLog, installErrorHandling } from './http-errors.js';
 import { createLiveness } from './liveness.js';
-import { createMetrics } from './metrics.js';
-import { buildOpenApiDocument } from './openapi.js';
-import { noEvents } from './platform-events.js';
+import { createMetrics, type MetricsListener, serveMetrics } from './metrics.js';
+import { openApiDocumentServer } from './openapi.js';
+import { bothEvents, noEvents } from './platform-events.js';
 import type { PlatformKeys } from './platform-keys.js';
 import { createPrincipalDirectory } from './principal-directory.js';
 import {
@@ -31,9 +32,12 @@ import { deviceRoutes } from './routes/device-routes.js';
 import { answersWithin, healthRoutes } from './routes/health.js';
 import { operatorRoutes } from './routes/operator-routes.js';
 import { createCommandService } from './services/command-service.js';
+import { createWebhookService } from './services/webhook-service.js';
 import { storageFaultOf } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 import { createTelemetryStream } from './stream/telemetry-stream.js';
+import { createWebhookDispatcher } from './webhooks/dispatcher.js';
+import { createWebhookEvents } from './webhooks/webhook-events.js';
 
 export interface BuildOptions extends PlatformOptions {
   store: Store;
@@ -55,6 +59,17 @@ export interface BuildOptions extends PlatformOptions {
    * and the stream's events (DESIGN.md §13). The caller owns the link and closes it after `close()`.
    */
   redis?: RedisLink;
+  /** Browser origins allowed to call the API (CORS, DESIGN.md §15), exact; none: CORS off, nothing registered. */
+  corsOrigins?: readonly string[];
+  /** Webhook delivery (DESIGN.md §14). */
+  webhooks?: {
+    /** `--webhooks-allow-private`: http URLs and non-public addresses are accepted (the sandbox's default). */
+    allowPrivate?: boolean;
+    /** Extra CA certificates (PEM) trusted for receivers, besides Node's own. */
+    ca?: string;
+    /** How often due deliveries are looked for besides when events are queued, ms. */
+    pollMs?: number;
+  };
 }
 
 export interface Platform {
@@ -64,6 +79,17 @@ export interface Platform {
   registeredRoutes: ReadonlyArray<{ method: string; url: string }>;
   /** Expire overdue commands and complete ended controls now, after a sweep in progress (also runs on a timer). */
   sweep(): Promise<void>;
+  webhooks: {
+    /** Everything emitted so far is in the queue. */
+    queued(): Promise<void>;
+    /** Sends what is due now (by the platform's clock) and waits for the attempts. */
+    deliverDue(): Promise<void>;
+  };
+  /**
+   * Starts the Prometheus listener (plain HTTP `GET /metrics`, on its own port: DESIGN.md §15); port 0 picks a
+   * free one. `close()` closes it.
+   */
+  serveMetrics(host: string, port: number): Promise<MetricsListener>;
   close(): Promise<void>;
 }
 
@@ -129,8 +155,9 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   // What Fastify actually serves, for checking the OpenAPI document against it.
   const registeredRoutes: Array<{ method: string; url: string }> = [];
   app.addHook('onRoute', (r) => {
+    // CORS preflights (cors.ts) are HTTP plumbing, not an operation of the API.
     for (const method of Array.isArray(r.method) ? r.method : [r.method])
-      registeredRoutes.push({ method, url: r.url });
+      if (method !== 'OPTIONS') registeredRoutes.push({ method, url: r.url });
   });
 
   const directory = await createPrincipalDirectory(opts.store);
@@ -147,6 +174,24 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     shared?.liveness,
   );
   const notifier = shared?.relay.notifier ?? createCommandNotifier();
+  const dispatcher = createWebhookDispatcher({
+    store: opts.store,
+    keys: opts.keys,
+    now,
+    log: app.log,
+    allowPrivate: opts.webhooks?.allowPrivate ?? false,
+    ca: opts.webhooks?.ca,
+    onDisabled: () => void webhooks.reload(),
+    ...(opts.webhooks?.pollMs ? { pollMs: opts.webhooks.pollMs } : {}),
+  });
+  const webhooks = createWebhookEvents({
+    store: opts.store,
+    directory,
+    now,
+    log: app.log,
+    onQueued: () => dispatcher.wake(),
+  });
+  await webhooks.reload();
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -161,21 +206,30 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     rateLimiter,
     replayCache: shared?.replayCache ?? createReplayCache(),
     notifier,
-    commands: createCommandService({ store: opts.store, notifier, events: () => context.events }),
+    commands: createCommandService({
+      store: opts.store,
+      notifier,
+      events: () => context.events,
+      controlChanged: (control, atMs) => webhooks.controlStatus(control, atMs),
+    }),
     liveness,
     events: noEvents,
+    webhooks,
     now,
   };
   const stream = createTelemetryStream(context, opts.streamPingMs, shared?.streamRegistry);
-  context.events = shared
-    ? shared.relay.events(stream.events, () => stream.subscriberCount() > 0)
-    : stream.events;
+  // Webhooks hear only what happens on this instance: each event is queued once, wherever it happened.
+  context.events = bothEvents(
+    shared ? shared.relay.events(stream.events, () => stream.subscriberCount() > 0) : stream.events,
+    webhooks.platformEvents,
+  );
   const metrics = createMetrics({
     instanceId,
     store: opts.store,
     onlineChargers: () => liveness.onlineCount(),
     connectedChargers: () => context.notifier.connectedDevices(),
     streamSubscribers: () => stream.subscriberCount(),
+    webhooks: () => dispatcher.stats(),
     ...(shared ? { coordination: shared.stats } : {}),
   });
   context.metrics = metrics.recorder;
@@ -189,6 +243,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     reply.header('x-api-version', API_VERSION).header('x-request-id', request.id);
     done();
   });
+  if (opts.corsOrigins?.length) installCors(app, opts.corsOrigins);
 
   // Bodies are JSON (spec rule 2): Fastify's built-in text/plain parser would let strings through.
   app.removeContentTypeParser('text/plain');
@@ -241,7 +296,14 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       socket.terminate();
     },
   });
-  const routes = [...operatorRoutes(context), ...deviceRoutes(context)];
+  const webhookService = createWebhookService({
+    store: opts.store,
+    keys: opts.keys,
+    now,
+    events: webhooks,
+    allowPrivate: opts.webhooks?.allowPrivate ?? false,
+  });
+  const routes = [...operatorRoutes(context, webhookService), ...deviceRoutes(context)];
   registerRoutes(app, context, routes);
   stream.register(app);
   let draining = false;
@@ -256,17 +318,12 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       return { storage: s, redis: r };
     },
   });
-  const openapi = JSON.stringify(buildOpenApiDocument(routes));
-  app.get('/v1/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));
-  app.get('/docs', async (_request, reply) =>
-    reply
-      .type('text/html; charset=utf-8')
-      .header(
-        'content-security-policy',
-        "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'",
-      )
-      .send(API_REFERENCE_HTML),
+  // Built once; `servers` names the origin the client asked (openapi.ts `serversFor`).
+  const openapi = openApiDocumentServer(routes);
+  app.get('/v1/openapi.json', async (request, reply) =>
+    reply.type('application/json').send(openapi(request.headers.host)),
   );
+  registerApiReference(app);
 
   // Several instances share one database: one of them sweeps at a time (an advisory lock on PostgreSQL). The
   // timer skips a turn while another sweep runs; `sweep()` asked for explicitly waits for it and runs its own.
@@ -282,6 +339,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     });
   }, opts.sweepEveryMs ?? 1000);
   sweeper.unref();
+  const metricsListeners: MetricsListener[] = [];
 
   return {
     app,
@@ -289,6 +347,20 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     routes,
     registeredRoutes,
     sweep,
+    webhooks: {
+      queued: () => webhooks.settled(),
+      async deliverDue() {
+        await webhooks.settled();
+        await dispatcher.deliverDue();
+      },
+    },
+    async serveMetrics(host, port) {
+      const listener = await serveMetrics(metrics.registry, host, port, (err) =>
+        app.log.error({ err }, 'metrics listener'),
+      );
+      metricsListeners.push(listener);
+      return listener;
+    },
     async close() {
       // Balancers see the instance going (`/readyz` 503) and parked polls are answered now, so chargers move on.
       draining = true;
@@ -296,6 +368,9 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       clearInterval(sweeper);
       stream.close();
       await app.close();
+      await webhooks.close();
+      await dispatcher.close();
+      await Promise.all(metricsListeners.splice(0).map((l) => l.close()));
       await shared?.relay.close();
       directory.close();
       rateLimiter.close();

@@ -15,6 +15,25 @@ export const ErrorResponse = z.object({
 });
 export type ErrorResponse = z.infer<typeof ErrorResponse>;
 
+/** RFC 6749 §5.2 error codes the operator token endpoint answers with (DESIGN.md §15). */
+export const OAuthErrorCode = z.enum([
+  'invalid_request',
+  'invalid_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+]);
+export type OAuthErrorCode = z.infer<typeof OAuthErrorCode>;
+
+/**
+ * The token endpoint's 4xx answers: the ErrorResponse, plus RFC 6749 §5.2's `error` and `error_description`
+ * (the message, in RFC 6749's character set), so that OAuth client libraries read them.
+ */
+export const OAuthErrorResponse = ErrorResponse.extend({
+  error: OAuthErrorCode,
+  error_description: z.string(),
+});
+export type OAuthErrorResponse = z.infer<typeof OAuthErrorResponse>;
+
 export interface Envelope<T> {
   code: 0;
   message: 'success';

@@ -10,3 +10,4 @@ export * from './resources.js';
 export * from './schedule.js';
 export * from './stream.js';
 export * from './validation.js';
+export * from './webhooks.js';

@@ -46,7 +46,8 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       auth: { kind: 'none' },
       body: RegisterRequest,
       response: Registration,
-      errors: [403, 409],
+      // Throttled in the handler, per serial number.
+      errors: [403, 409, 429],
       handler: async ({ body, reply }) => {
         // Not in the spec's table; throttled per serial number like other charger reporting.
         await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
@@ -62,6 +63,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
           );
         }
         await ctx.directory.refreshDevice(outcome.device.device_id);
+        ctx.webhooks.deviceRegistered(outcome.device, ctx.now());
         return {
           device_id: outcome.device.device_id,
           device_secret: outcome.secret,
@@ -77,6 +79,8 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       auth: { kind: 'none' },
       body: DeviceTokenRequest,
       response: DeviceToken,
+      // Wrong or revoked credentials; throttled in the handler, per device id.
+      errors: [401, 429],
       handler: async ({ body, reply }) => {
         await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
         const row = await ctx.store.getDevice(body.device_id);
@@ -208,9 +212,10 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       rate: 'deviceReporting',
       body: EventsUpload,
       response: UploadAccepted,
-      handler: async ({ body, request }) =>
-        ctx.store.insertEvents(
-          deviceId(request),
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        return ctx.store.insertEvents(
+          id,
           body.events.map((e) => ({
             event_id: e.event_id,
             kind: e.kind,
@@ -221,7 +226,11 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
             data: e.data ?? null,
           })),
           ctx.now(),
-        ),
+          ctx.webhooks.wants('device.fault')
+            ? (stored) => ctx.webhooks.deviceEvents(id, body.events, stored)
+            : undefined,
+        );
+      },
     }),
     route({
       method: 'POST',
@@ -237,6 +246,9 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
         const id = deviceId(request);
         const accepted = await ctx.store.insertChargingRecords(
           body.records.map((r) => ({ ...r, device_id: id })),
+          ctx.webhooks.wants('charging_record.created')
+            ? (stored) => ctx.webhooks.chargingRecords(id, body.records, stored)
+            : undefined,
         );
         return { accepted, duplicates: body.records.length - accepted };
       },
@@ -262,6 +274,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
           },
           ctx.now(),
         );
+        ctx.webhooks.firmwareStatus(deviceId(request), body);
         return { status: body.status };
       },
     }),

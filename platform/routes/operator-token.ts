@@ -1,6 +1,13 @@
 import type { FastifyRequest } from 'fastify';
-import { OperatorTokenRequest, OperatorTokenResponse, type Scope } from '../../shared/index.js';
-import { errors } from '../api-error.js';
+import {
+  ErrorCode,
+  type OAuthErrorCode,
+  OAuthErrorResponse,
+  OperatorTokenRequest,
+  OperatorTokenResponse,
+  type Scope,
+} from '../../shared/index.js';
+import { ApiError, errors } from '../api-error.js';
 import { secretsEqual, tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
 import { enforceRateLimit, route } from '../route-spec.js';
@@ -24,6 +31,55 @@ function basicCredentials(request: FastifyRequest): { client_id: string; client_
 
 // Compared against when the client is unknown, so the answer takes as long either way.
 const DUMMY_SECRET = 'x'.repeat(43);
+
+/** The RFC 6749 §5.2 `error` of a refusal; none for 429, 500 and 503, which RFC 6749 has no code for. */
+function oauthErrorOf(err: ApiError): OAuthErrorCode | undefined {
+  if (err.oauth) return err.oauth;
+  if (err.code === ErrorCode.UNAUTHORIZED) return 'invalid_client';
+  if (err.code === ErrorCode.MALFORMED_BODY) return 'invalid_request';
+  if (err.code !== ErrorCode.VALIDATION) return undefined;
+  const field = err.details?.field;
+  const value = err.details?.value;
+  // A grant_type given but not client_credentials; a missing one is an invalid request.
+  if (field === 'grant_type' && typeof value === 'string' && value !== '') return 'unsupported_grant_type';
+  if (field === 'scope') return 'invalid_scope';
+  return 'invalid_request';
+}
+
+/**
+ * The challenge of an `invalid_client` answer: RFC 6749 §5.2's Basic challenge, with the OAuth error as auth
+ * parameters (RFC 7235 §2.1 allows them; RFC 6750 §3 names them so for Bearer). OAuth libraries read the
+ * challenge before the body: oauth4webapi and openid-client then surface `invalid_client` in their typed
+ * WWWAuthenticateChallengeError itself, without a second read of the body.
+ */
+export const INVALID_CLIENT_CHALLENGE =
+  'Basic realm="charger-platform", error="invalid_client", error_description="Invalid client credentials"';
+
+/**
+ * Every answer of the token endpoint other than 200 keeps the ErrorResponse and is never cached (RFC 6749
+ * §5.1); its 4xx refusals add RFC 6749's `error` and `error_description` (DESIGN.md §15), `invalid_client` with
+ * the `WWW-Authenticate` challenge RFC 6749 §5.2 asks for.
+ */
+export function tokenEndpointError(err: ApiError): ApiError {
+  const oauth = oauthErrorOf(err);
+  const message =
+    oauth === 'unsupported_grant_type'
+      ? 'Unsupported grant_type: only client_credentials is supported'
+      : err.status === 415
+        ? 'Unsupported content type; send application/x-www-form-urlencoded or application/json'
+        : err.message;
+  return new ApiError(err.code, message, {
+    status: err.status,
+    ...(err.details ? { details: err.details } : {}),
+    headers: {
+      ...err.headers,
+      'cache-control': 'no-store',
+      pragma: 'no-cache',
+      ...(oauth === 'invalid_client' ? { 'www-authenticate': INVALID_CLIENT_CHALLENGE } : {}),
+    },
+    ...(oauth ? { oauth } : {}),
+  });
+}
 
 export function operatorTokenRoute(ctx: PlatformContext) {
   return route({
@@ -49,7 +105,32 @@ export function operatorTokenRoute(ctx: PlatformContext) {
     },
     response: OperatorTokenResponse,
     raw: true,
-    errors: [403],
+    // Answered by the handler: wrong client or secret, and its own rate limit (per client_id asked for).
+    errors: [401, 429],
+    mapError: tokenEndpointError,
+    errorBody: {
+      name: 'OAuthErrorResponse',
+      schema: OAuthErrorResponse,
+      responses: {
+        400: {
+          description:
+            '`invalid_request` (1001: a field missing or invalid; 1002: a malformed body), ' +
+            '`unsupported_grant_type` (1001, `details.field` `grant_type`) or `invalid_scope` (1001, ' +
+            '`details.field` `scope`: a scope the client is not granted)',
+        },
+        401: {
+          description: '`invalid_client` (2001): unknown client, wrong secret or malformed Basic credentials',
+          headers: {
+            'WWW-Authenticate': { schema: { type: 'string', const: INVALID_CLIENT_CHALLENGE } },
+          },
+        },
+        413: { description: '`invalid_request` (1002): body too large' },
+        415: {
+          description:
+            '`invalid_request` (1002): neither application/json nor application/x-www-form-urlencoded',
+        },
+      },
+    },
     handler: async ({ body: input, reply }) => {
       // Keyed by the client_id asked for, so guessing one client's secret is throttled (spec: 10/min).
       await enforceRateLimit(ctx, 'operatorToken', input.client_id, reply);
@@ -62,7 +143,10 @@ export function operatorTokenRoute(ctx: PlatformContext) {
       if (input.scope !== undefined) {
         const asked = input.scope.split(' ').filter(Boolean);
         if (asked.length === 0 || asked.some((s) => !client.scopes.includes(s as Scope))) {
-          throw errors.forbidden('Requested scope is not granted to this client');
+          throw new ApiError(ErrorCode.VALIDATION, 'Requested scope is not granted to this client', {
+            details: { field: 'scope', value: input.scope },
+            oauth: 'invalid_scope',
+          });
         }
         scopes = [...new Set(asked)] as Scope[];
       }

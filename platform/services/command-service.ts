@@ -19,6 +19,8 @@ export interface CommandServiceDeps {
   notifier: CommandNotifier;
   /** Read at each call: the stream replaces the events sink once it is built. */
   events: () => PlatformEvents;
+  /** Told of each control the sweep completed (webhooks). */
+  controlChanged?: (control: ControlRow, atMs: number) => void;
 }
 
 export function createCommandService(deps: CommandServiceDeps) {
@@ -92,7 +94,8 @@ export function createCommandService(deps: CommandServiceDeps) {
     /** The sweep: commands past their expiry, and controls whose window has ended. */
     async sweep(nowMs: number): Promise<void> {
       changed(await store.expireCommands(nowMs), nowMs);
-      await store.completeControls(nowMs);
+      const completed = await store.completeControls(nowMs);
+      for (const c of completed) deps.controlChanged?.(c, nowMs);
     },
   };
 }

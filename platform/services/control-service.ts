@@ -6,7 +6,7 @@ import {
   planCancellation,
 } from '../domain/flexibility.js';
 import { newId } from '../ids.js';
-import type { NewCommand, Store } from '../storage/store.js';
+import type { ControlRow, NewCommand, Store } from '../storage/store.js';
 import type { CommandService } from './command-service.js';
 
 /**
@@ -18,6 +18,8 @@ export interface ControlServiceDeps {
   store: Store;
   commands: CommandService;
   now(): number;
+  /** Told when a control starts or is cancelled; the command service's sweep tells of completions. */
+  webhooks?: { controlStatus(control: ControlRow, atMs: number): void };
 }
 
 /** Who acts: the client, and the operators whose chargers and controls it may reach. */
@@ -53,19 +55,20 @@ export function createControlService(deps: ControlServiceDeps) {
       const start = deps.now();
       const control_id = newId('ctl');
       const { params, endMs: end } = controlCommandParams(request.params, control_id, start);
+      const control: ControlRow = {
+        control_id,
+        client_id: actor.clientId,
+        target_type: request.target_type,
+        target_ids: [...targetIds],
+        command: request.command,
+        params,
+        status: 'executing',
+        created_ms: start,
+        ends_ms: end,
+        operator_ids: [...actor.operatorIds],
+      };
       await deps.commands.createControl(
-        {
-          control_id,
-          client_id: actor.clientId,
-          target_type: request.target_type,
-          target_ids: [...targetIds],
-          command: request.command,
-          params,
-          status: 'executing',
-          created_ms: start,
-          ends_ms: end,
-          operator_ids: [...actor.operatorIds],
-        },
+        control,
         deviceIds.map((device_id) => ({
           device_id,
           command: request.command,
@@ -75,6 +78,7 @@ export function createControlService(deps: ControlServiceDeps) {
           client_id: actor.clientId,
         })),
       );
+      deps.webhooks?.controlStatus(control, start);
       return { control_id, status: 'executing', device_count: deviceIds.length };
     },
 
@@ -119,6 +123,7 @@ export function createControlService(deps: ControlServiceDeps) {
         client_id: actor.clientId,
       }));
       await deps.commands.cancelControl(controlId, reversals, t);
+      deps.webhooks?.controlStatus({ ...found.control, status: 'cancelled' }, t);
       return 'cancelled';
     },
   };

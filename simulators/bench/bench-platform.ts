@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +21,8 @@ export interface BenchPlatform {
   dataDir: string;
   pid: number;
   dispatcher: Agent;
+  /** The platform's Prometheus listener (plain HTTP, on a free loopback port of its own). */
+  metricsUrl: string;
   admin(args: string[]): Promise<unknown>;
   /** `charger-platform devices assign` (it prints no JSON). */
   assign(deviceId: string, siteId: string): Promise<void>;
@@ -51,6 +54,8 @@ export async function startBenchPlatform(
   const profile = process.env.BENCH_PROFILE_DIR
     ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
     : [];
+  // Several bench platforms run at once (bench:instances): each gets a metrics port of its own.
+  const metricsPort = await freeLoopbackPort();
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -66,6 +71,8 @@ export async function startBenchPlatform(
       'open',
       '--log-level',
       'warn',
+      '--metrics-port',
+      String(metricsPort),
       ...extraArgs,
     ],
     { stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'], env },
@@ -101,6 +108,7 @@ export async function startBenchPlatform(
     dataDir,
     pid: child.pid!,
     dispatcher,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     async admin(args) {
       const { stdout } = await run(
         process.execPath,
@@ -126,6 +134,19 @@ export async function startBenchPlatform(
       if (!options.keep) await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A loopback port nothing listens on right now. */
+async function freeLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no free port');
+  return address.port;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: benchmark responses are read field by field

@@ -58,11 +58,11 @@ const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 export const FLEET_P99_GOAL_MS = 100;
 
 /**
- * The platform's event-loop lag since the previous scrape of `/metrics` (prom-client resets its histogram on
- * every collect), ms: tells whether the platform or the simulator made a slow request slow.
+ * The platform's event-loop lag since the previous scrape of its metrics listener (prom-client resets its
+ * histogram on every collect), ms: tells whether the platform or the simulator made a slow request slow.
  */
 async function platformLoopLag(p: BenchPlatform): Promise<{ p99: number; max: number } | undefined> {
-  const res = await request(`${p.url}/metrics`, { dispatcher: p.dispatcher });
+  const res = await request(p.metricsUrl);
   const text = await res.body.text();
   const read = (name: string) => {
     const m = new RegExp(

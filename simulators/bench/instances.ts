@@ -201,7 +201,7 @@ async function wakeUps(
     const answered = await poll;
     if (Number.isNaN(answered.at)) {
       const relayLines = async (p: BenchPlatform) => {
-        const res = await request(`${p.url}/metrics`, { dispatcher: p.dispatcher });
+        const res = await request(p.metricsUrl);
         return (await res.body.text())
           .split('\n')
           .filter((l) => /relay_messages|redis_up/.test(l) && !l.startsWith('#'));

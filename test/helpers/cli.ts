@@ -106,6 +106,8 @@ export interface ServeProcess {
   clientId?: string;
   clientSecret?: string;
   exampleDeviceId?: string;
+  /** `http://HOST:PORT/metrics`, when started with a `--metrics-port` other than 0. */
+  metricsUrl?: string;
   child: ChildProcess;
   stdout(): string;
   stderr(): string;
@@ -121,10 +123,12 @@ const BANNER = /charger-platform (\S+) listening on (https:\/\/127\.0\.0\.1:(\d+
 const CERT_LINE = /TLS certificate: (.+?)( \(created, self-signed\))?\n/;
 const SANDBOX_CLIENT = /client_id:\s+(\S+)\n\s*client_secret:\s+(\S+)\n/;
 const SANDBOX_DEVICE = /\/v1\/operator\/devices\/(dev_[A-Za-z0-9_-]+)/;
+const METRICS_LINE = /Prometheus metrics on (http:\/\/\S+)\n/;
 
 /**
- * Starts `serve` and resolves once its banner is printed. `--port 0 --log-level warn` are added unless `args`
- * name a port or a log level. Rejects (with the captured stderr) if the process exits first.
+ * Starts `serve` and resolves once its banner is printed. `--port 0 --log-level warn --metrics-port 0` are added
+ * unless `args` name a port, a log level or a metrics port (so that parallel tests do not compete for the metrics
+ * listener's default port). Rejects (with the captured stderr) if the process exits first.
  */
 export async function spawnServe(
   args: string[],
@@ -134,6 +138,8 @@ export async function spawnServe(
   const full = await withTestDatabase(['serve', ...args], PLATFORM_CLI);
   if (!args.includes('--port')) full.push('--port', '0');
   if (!args.includes('--log-level')) full.push('--log-level', 'warn');
+  if (!args.includes('--metrics-port')) full.push('--metrics-port', '0');
+  const metricsPort = full[full.indexOf('--metrics-port') + 1];
   const child = spawn(process.execPath, [PLATFORM_CLI, ...full], {
     cwd: REPO_ROOT,
     env: childEnv(opts.env),
@@ -180,6 +186,8 @@ export async function spawnServe(
       const banner = BANNER.exec(stderr);
       const cert = CERT_LINE.exec(stderr);
       if (!banner || !cert) return;
+      const metrics = METRICS_LINE.exec(stderr);
+      if (metricsPort !== '0' && !metrics) return; // the rest of the banner has not arrived yet
       const env = banner[1]!;
       let sandbox: { clientId: string; clientSecret: string; exampleDeviceId: string } | undefined;
       if (env === 'sandbox') {
@@ -197,6 +205,7 @@ export async function spawnServe(
         certPath: cert[1]!,
         certCreated: cert[2] !== undefined,
         ...sandbox,
+        ...(metrics ? { metricsUrl: metrics[1]! } : {}),
         child,
         stdout: () => stdout,
         stderr: () => stderr,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
 import type { RedisLink } from '../../platform/coordination/redis-link.js';
+import { buildOpenApiDocument } from '../../platform/openapi.js';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
 import { buildPlatform, type Platform } from '../../platform/server.js';
@@ -11,6 +12,7 @@ import type { Store } from '../../platform/storage/store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 import type { Scope } from '../../shared/index.js';
 import { databaseForDataDir, TEST_BACKEND } from './backends.js';
+import { recordDocument, recordResponse } from './response-log.js';
 
 export interface HttpResult {
   status: number;
@@ -49,6 +51,8 @@ export function httpClient(baseUrl: string, ca: string) {
       dispatcher,
     });
     const text = await res.body.text();
+    // Checked against the OpenAPI document at the end of the run (global-setup.ts).
+    recordResponse(method, path, res.statusCode, res.headers['content-type'], text);
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
@@ -61,6 +65,7 @@ export function httpClient(baseUrl: string, ca: string) {
     call,
     get: (path: string, opts?: RequestOptions) => call('GET', path, opts),
     post: (path: string, opts?: RequestOptions) => call('POST', path, opts),
+    patch: (path: string, opts?: RequestOptions) => call('PATCH', path, opts),
     delete: (path: string, opts?: RequestOptions) => call('DELETE', path, opts),
     close: () => dispatcher.close(),
   };
@@ -79,6 +84,11 @@ export interface TestPlatform {
   logs: string[];
   /** Every route Fastify registered (method and URL pattern), for comparing with the OpenAPI document. */
   registeredRoutes: Array<{ method: string; url: string }>;
+  /**
+   * GET /metrics from the platform's Prometheus listener (plain HTTP on a port of its own, as `serve` runs it),
+   * started on a free loopback port at the first call.
+   */
+  metrics(): Promise<HttpResult>;
   /** Fake clock: move the platform's time forward. */
   advance(ms: number): void;
   /** The platform's clock (wall clock plus every `advance`). */
@@ -104,6 +114,10 @@ export async function startTestPlatform(
     /** One of several instances sharing state through this Redis (start them on the same `dataDir`). */
     redis?: RedisLink;
     instanceId?: string;
+    /** Browser origins allowed to call the API (`serve --cors-origin`); none: CORS off. */
+    corsOrigins?: string[];
+    /** Webhook delivery options (a receiver's CA, private addresses allowed for loopback receivers). */
+    webhooks?: { allowPrivate?: boolean; ca?: string; pollMs?: number };
   } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
@@ -134,15 +148,19 @@ export async function startTestPlatform(
     ...(opts.rateLimitStore ? { rateLimitStore: opts.rateLimitStore } : {}),
     ...(opts.redis ? { redis: opts.redis } : {}),
     ...(opts.instanceId ? { instanceId: opts.instanceId } : {}),
+    ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
+    ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
     ...(opts.logLevel
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),
   });
+  recordDocument(() => buildOpenApiDocument(platform.routes));
   await platform.app.listen({ host: '127.0.0.1', port: 0 });
   const address = platform.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `https://127.0.0.1:${port}`;
   const http = httpClient(url, tls.cert);
+  let metricsListener: Promise<{ url: string }> | undefined;
   return {
     url,
     port,
@@ -152,6 +170,12 @@ export async function startTestPlatform(
     platform,
     http,
     registeredRoutes: [...platform.registeredRoutes],
+    async metrics() {
+      metricsListener ??= platform.serveMetrics('127.0.0.1', 0);
+      const res = await undiciRequest((await metricsListener).url);
+      const text = await res.body.text();
+      return { status: res.statusCode, headers: res.headers, body: undefined, text };
+    },
     logs,
     advance(ms) {
       offset += ms;

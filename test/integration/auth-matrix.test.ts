@@ -47,6 +47,8 @@ interface Ids {
   schedule_id: string;
   /** A command of the device (for the charger's status report). */
   device_command_id: string;
+  webhook_id: string;
+  delivery_id: string;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -106,6 +108,16 @@ async function resourcesOf(tenant: Tenant, device: RegisteredDevice): Promise<Id
     },
   });
   expect(schedule.status, schedule.text).toBe(200);
+  const webhook = await tp.http.post('/v1/operator/webhooks', {
+    token: c.token,
+    json: { url: 'https://hooks.example.com/charger', events: ['*'] },
+  });
+  expect(webhook.status, webhook.text).toBe(200);
+  keep(webhook.body.data.secret);
+  const test = await tp.http.post(`/v1/operator/webhooks/${webhook.body.data.webhook_id}/test`, {
+    token: c.token,
+  });
+  expect(test.status, test.text).toBe(200);
   return {
     device_id: device.deviceId,
     site_id: tenant.siteId,
@@ -114,6 +126,8 @@ async function resourcesOf(tenant: Tenant, device: RegisteredDevice): Promise<Id
     control_id: control.body.data.control_id,
     schedule_id: 'sch-auth',
     device_command_id: schedule.body.data.command_id,
+    webhook_id: webhook.body.data.webhook_id,
+    delivery_id: test.body.data.delivery_id,
   };
 }
 
@@ -149,6 +163,8 @@ function pathOf(route: AnyRoute, ids: Ids): string {
     command_id: route.auth.kind === 'device' ? ids.device_command_id : ids.command_id,
     control_id: ids.control_id,
     schedule_id: ids.schedule_id,
+    webhook_id: ids.webhook_id,
+    delivery_id: ids.delivery_id,
   };
   return route.url.replace(/:([A-Za-z_]+)/g, (_m, name: string) => {
     const v = values[name];
@@ -194,6 +210,8 @@ function bodyOf(route: AnyRoute, ids: Ids): unknown {
       command: 'set_power_limit',
       params: { power_limit_percent: 50, duration: 60 },
     },
+    'POST /v1/operator/webhooks': { url: 'https://hooks.example.com/matrix', events: ['device.online'] },
+    'PATCH /v1/operator/webhooks/:webhook_id': { description: 'matrix' },
     'POST /v1/device/heartbeat': { timestamp: iso(t), status: 'online', fault_code: 0 },
     'POST /v1/device/commands/:command_id/status': { status: 'accepted' },
     'POST /v1/device/telemetry': { timestamp: iso(t), connector_id: 1, state: 'idle' },
@@ -220,10 +238,15 @@ async function call(route: AnyRoute, authorization: string | undefined, ids: Ids
 }
 
 /** Exactly the documented refusal: status, code, a message, nothing else in the body. */
-function expectRefusal(res: HttpResult, status: number, code: number, label: string): void {
+/** `oauth`: the operator token endpoint's refusals also carry RFC 6749's `error` (DESIGN.md §15). */
+function expectRefusal(res: HttpResult, status: number, code: number, label: string, oauth?: string): void {
   expect({ label, status: res.status, code: res.body?.code }, res.text).toEqual({ label, status, code });
   expect(typeof res.body.message, label).toBe('string');
-  for (const k of Object.keys(res.body)) expect(['code', 'message', 'details'], label).toContain(k);
+  const keys = oauth
+    ? ['code', 'message', 'details', 'error', 'error_description']
+    : ['code', 'message', 'details'];
+  for (const k of Object.keys(res.body)) expect(keys, label).toContain(k);
+  if (oauth) expect(res.body.error, label).toBe(oauth);
   expect(res.headers['x-api-version'], label).toBe('1.3.0');
 }
 
@@ -429,7 +452,15 @@ describe('credential matrix: every endpoint × every wrong credential gets exact
       if (queryOf(route, own)) continue; // these name an id: compared with missing ids below
       const res = await tp.http.get(route.url, { token: b.token });
       expect(res.status, `${key(route)} ${res.text}`).toBe(200);
-      for (const id of [own.device_id, own.site_id, own.operator_id, own.command_id, own.control_id]) {
+      for (const id of [
+        own.device_id,
+        own.site_id,
+        own.operator_id,
+        own.command_id,
+        own.control_id,
+        own.webhook_id,
+        own.delivery_id,
+      ]) {
         expect(res.text, `${key(route)} leaks ${id}`).not.toContain(id);
       }
     }
@@ -468,7 +499,14 @@ function upgrade(headers: Record<string, string>, query: string): Promise<{ stat
 describe('another tenant’s resources answer exactly as missing ones', () => {
   /** Same shape as the real id, but nobody's. */
   const missing = (id: string) => id.replace(/(?<=_)[0-9a-f]+$/i, (hex) => '0'.repeat(hex.length));
-  const ID_PARAMS = ['device_id', 'site_id', 'command_id', 'control_id'] as const;
+  const ID_PARAMS = [
+    'device_id',
+    'site_id',
+    'command_id',
+    'control_id',
+    'webhook_id',
+    'delivery_id',
+  ] as const;
 
   /** The body of an answer with the id replaced, so two answers compare on everything else. */
   const normalised = (res: HttpResult, id: string) => ({
@@ -745,7 +783,7 @@ describe('credential checks answer alike, whatever was wrong', () => {
       });
     const wrong = await ask(c.clientId, `${c.secret.slice(0, -1)}x`);
     const none = await ask(unknown, c.secret);
-    expectRefusal(wrong, 401, 2001, 'wrong secret');
+    expectRefusal(wrong, 401, 2001, 'wrong secret', 'invalid_client');
     expect(comparable(none)).toEqual(comparable(wrong));
     // Another client's secret, an empty-looking one and a huge one: the same again.
     expect(comparable(await ask(c.clientId, bravo.clientSecret)).body).toEqual(comparable(wrong).body);
@@ -761,7 +799,7 @@ describe('credential checks answer alike, whatever was wrong', () => {
       });
     };
     const basicWrong = await basic(c.clientId, 'nope');
-    expectRefusal(basicWrong, 401, 2001, 'basic wrong secret');
+    expectRefusal(basicWrong, 401, 2001, 'basic wrong secret', 'invalid_client');
     expect(comparable(await basic(`${unknown.slice(0, -1)}1`, 'nope'))).toEqual(comparable(basicWrong));
     expect(comparable(await basic(unknown, c.secret))).toEqual(comparable(basicWrong));
     // A secret in the query string is redacted from the logs too (checked at the end).

@@ -48,14 +48,17 @@ const sn = () => `SN-E-${process.pid}-${++serial}`;
 const heartbeatBody = () => ({ timestamp: new Date().toISOString(), status: 'online', fault_code: 0 });
 
 /** Only `code`, `message` and optionally `details` (an object): no `error`, `statusCode`, `stack`. */
-function expectEnvelope(res: HttpResult): void {
+/** `oauth`: the operator token endpoint's refusals also carry RFC 6749's `error` (DESIGN.md §15). */
+function expectEnvelope(res: HttpResult, oauth?: string): void {
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   expect(res.body).toBeTypeOf('object');
   expect(Number.isInteger(res.body.code)).toBe(true);
   expect(res.body.code).not.toBe(0);
   expect(res.body.message).toBeTypeOf('string');
   expect(res.body.message.length).toBeGreaterThan(0);
-  for (const key of Object.keys(res.body)) expect(['code', 'message', 'details']).toContain(key);
+  const keys = ['code', 'message', 'details', ...(oauth ? ['error', 'error_description'] : [])];
+  for (const key of Object.keys(res.body)) expect(keys).toContain(key);
+  if (oauth) expect(res.body).toMatchObject({ error: oauth, error_description: res.body.message });
   if ('details' in res.body) {
     expect(res.body.details).toBeTypeOf('object');
     expect(Array.isArray(res.body.details)).toBe(false);
@@ -74,9 +77,9 @@ function expectNoLeak(res: HttpResult): void {
   expect(text).not.toMatch(/"stack"|TypeError|SyntaxError|FST_ERR/);
 }
 
-function expectApiError(res: HttpResult, status: number, code: number) {
+function expectApiError(res: HttpResult, status: number, code: number, oauth?: string) {
   const body = expectError(res, status, code);
-  expectEnvelope(res);
+  expectEnvelope(res, oauth);
   expectNoLeak(res);
   expect(res.headers['x-api-version']).toBe('1.3.0');
   return body;
@@ -121,7 +124,7 @@ describe('malformed bodies: 400/1002', () => {
       raw: '{"client_id":',
       contentType: 'application/json',
     });
-    expectApiError(res, 400, 1002);
+    expectApiError(res, 400, 1002, 'invalid_request');
   });
 
   it('refuses an empty body declared as JSON', async () => {

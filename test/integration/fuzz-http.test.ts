@@ -40,6 +40,8 @@ interface Answer {
   headers: Record<string, string | string[] | undefined>;
   text: string;
   body: Json;
+  /** The path asked (the token endpoint's refusals also carry RFC 6749's `error`, DESIGN.md §15). */
+  path: string;
 }
 
 interface Expected {
@@ -127,7 +129,7 @@ async function send(req: {
   } catch {
     parsed = undefined;
   }
-  return { status: res.statusCode, headers: res.headers, text, body: parsed };
+  return { status: res.statusCode, headers: res.headers, text, body: parsed, path: req.path };
 }
 
 let sent = 0;
@@ -160,7 +162,10 @@ function expectWellFormed(res: Answer, label: string): void {
   expect(res.headers['x-api-version'], where).toBe('1.3.0');
   expect(res.body, where).toBeTypeOf('object');
   expect(res.body, where).not.toBeNull();
-  for (const key of Object.keys(res.body)) expect(['code', 'message', 'details'], where).toContain(key);
+  const oauth = res.path.split('?')[0] === FORM_ROUTE;
+  const keys = ['code', 'message', 'details', ...(oauth ? ['error', 'error_description'] : [])];
+  for (const key of Object.keys(res.body)) expect(keys, where).toContain(key);
+  if (oauth && res.status < 429) expect(typeof res.body.error, where).toBe('string');
   expect(Number.isInteger(res.body.code), where).toBe(true);
   expect(Object.keys(STATUS_OF).map(Number), where).toContain(res.body.code);
   expect(STATUS_OF[res.body.code], where).toContain(res.status);
@@ -219,6 +224,8 @@ function validParam(name: string, schema: z.ZodType): string {
     command_id: 'cmd_fuzz_missing',
     control_id: 'ctl_fuzz_missing',
     schedule_id: 'sch_fuzz_missing',
+    webhook_id: 'wh_fuzz_missing',
+    delivery_id: 'msg_fuzz_missing',
   };
   for (const candidate of [preferred[name], 'fuzz_missing_1', '1']) {
     if (candidate !== undefined && schema.safeParse(candidate).success) return candidate;
@@ -349,6 +356,8 @@ function sampleBody(route: AnyRoute): unknown {
       message: 'fetching',
       timestamp: iso(t),
     },
+    'POST /v1/operator/webhooks': { url: 'https://hooks.example.com/charger', events: ['device.online'] },
+    'PATCH /v1/operator/webhooks/:webhook_id': { description: 'fuzz', status: 'enabled' },
   };
   return samples[`${route.method} ${route.url}`] ?? (route.bodyOptional || !route.body ? {} : undefined);
 }

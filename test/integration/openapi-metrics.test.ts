@@ -70,18 +70,7 @@ describe('GET /v1/openapi.json', () => {
   });
 });
 
-describe('GET /docs', () => {
-  it('serves the self-contained interactive reference that reads the OpenAPI document', async () => {
-    const res = await tp.http.get('/docs');
-    expect(res.status).toBe(200);
-    expect(String(res.headers['content-type'])).toBe('text/html; charset=utf-8');
-    expect(res.text).toContain("fetch('/v1/openapi.json')");
-    // No external scripts, styles or fonts: it must work on an isolated network.
-    expect(res.text).not.toMatch(/(src|href)=["']?https?:/);
-  });
-});
-
-describe('GET /metrics', () => {
+describe('GET /metrics on the metrics listener', () => {
   it('exposes requests, latencies, chargers, commands, subscribers and refusals in Prometheus format', async () => {
     const tenant = await createTenant(tp, 'Metrics Co');
     const dev = await registerDevice(tp, 'METRICS-1', tenant.siteId);
@@ -93,7 +82,7 @@ describe('GET /metrics', () => {
       token: tenant.token,
       json: {},
     });
-    const res = await tp.http.get('/metrics');
+    const res = await tp.metrics();
     expect(res.status).toBe(200);
     expect(String(res.headers['content-type'])).toMatch(/^text\/plain/);
     const text = res.text;
@@ -116,5 +105,14 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/charger_platform_energy_rollup_lag_rows\{instance="[^"]+"\} \d+\b/);
     // Route patterns only: never an id in a label.
     expect(text).not.toContain(dev.deviceId);
+  });
+
+  it('is not served on the API port', async () => {
+    const res = await tp.http.get('/metrics');
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 3001 });
+    expect(res.headers['x-api-version']).toBe('1.3.0');
+    const doc = (await tp.http.get('/v1/openapi.json')).body;
+    expect(doc.paths['/metrics']).toBeUndefined();
   });
 });

@@ -97,7 +97,13 @@ describe('POST /v1/operator/oauth/token', () => {
         scope: 'read write',
       },
     });
-    expectError(widen, 403, 2003);
+    // RFC 6749 §5.2 invalid_scope, kept in the ErrorResponse (DESIGN.md §15).
+    expect(expectError(widen, 400, 1001)).toMatchObject({
+      details: { field: 'scope', value: 'read write' },
+      error: 'invalid_scope',
+      error_description: 'Requested scope is not granted to this client',
+    });
+    expect(widen.headers['cache-control']).toBe('no-store');
   });
 
   it('refuses a wrong grant_type, a wrong secret and an unknown client', async () => {
@@ -105,11 +111,16 @@ describe('POST /v1/operator/oauth/token', () => {
       json: { client_id: tenant.clientId, client_secret: tenant.clientSecret, grant_type: 'password' },
     });
     expect(expectError(grant, 400, 1001).details).toEqual({ field: 'grant_type', value: 'password' });
+    expect(grant.body.error).toBe('unsupported_grant_type');
 
     const wrong = await tp.http.post(path, {
       json: { client_id: tenant.clientId, client_secret: 'not-the-secret', grant_type: 'client_credentials' },
     });
     expectError(wrong, 401, 2001);
+    expect(wrong.body.error).toBe('invalid_client');
+    expect(wrong.headers['www-authenticate']).toBe(
+      'Basic realm="charger-platform", error="invalid_client", error_description="Invalid client credentials"',
+    );
 
     const unknown = await tp.http.post(path, {
       json: { client_id: 'cli_nobody', client_secret: 'x', grant_type: 'client_credentials' },

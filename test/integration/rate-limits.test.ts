@@ -385,7 +385,7 @@ describe('charger reporting: 60 events, command statuses and charging records pe
 
 describe('GET /metrics', () => {
   it('counts the refusals of every class that was hit', async () => {
-    const res = await tp.http.get('/metrics');
+    const res = await tp.metrics();
     expect(res.status).toBe(200);
     const counted = new Map<string, number>();
     for (const m of res.text.matchAll(

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Fleet, runFleet } from '../../simulators/fleet/fleet-runner.js';
@@ -8,7 +9,7 @@ import { type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
 import { expectCleanStop, expectStoredAsSent } from '../helpers/fleet.js';
 import { startHaproxy, type TestBalancer } from '../helpers/haproxy.js';
 import { type HttpClient, httpClient, operatorToken } from '../helpers/platform.js';
-import { startRedisServer, type TestRedis } from '../helpers/redis.js';
+import { freePort, startRedisServer, type TestRedis } from '../helpers/redis.js';
 
 /**
  * Issue 16: three `serve` processes over one PostgreSQL database and one Redis, behind HAProxy in TCP mode (as
@@ -49,7 +50,9 @@ beforeAll(async () => {
   redis = await startRedisServer();
   dataDir = await dirs.make();
   // One at a time: the first seeds the sandbox and creates the certificate the others then use.
-  for (const name of ['inst-1', 'inst-2', 'inst-3']) instances.push(await spawnServe(serveArgs(name)));
+  // Each with a metrics listener of its own (on one host, each instance needs its own --metrics-port).
+  for (const name of ['inst-1', 'inst-2', 'inst-3'])
+    instances.push(await spawnServe([...serveArgs(name), '--metrics-port', String(await freePort())]));
   ca = await readFile(instances[0]!.certPath, 'utf8');
   balancer = await startHaproxy(instances.map((i) => i.port));
   operator = httpClient(instances[0]!.url, ca);
@@ -92,16 +95,11 @@ afterAll(async () => {
 
 const fleetDeviceIds = () => fleet!.chargers().map((c) => c.deviceId!);
 
-/** Sum of one metric's series over `/metrics` of an instance. */
+/** One metric's value from an instance's metrics listener. */
 async function metric(instance: ServeProcess, name: string): Promise<number> {
-  const http = httpClient(instance.url, ca);
-  try {
-    const text = (await http.get('/metrics')).text;
-    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
-    return line ? Number(line.split(' ').at(-1)) : Number.NaN;
-  } finally {
-    await http.close();
-  }
+  const text = await (await request(instance.metricsUrl!)).body.text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  return line ? Number(line.split(' ').at(-1)) : Number.NaN;
 }
 
 describe('three instances behind HAProxy, one database, one Redis, a fleet of real agents', () => {

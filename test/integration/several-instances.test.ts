@@ -324,7 +324,7 @@ describe('several instances, one database, one Redis', () => {
       instance: 'inst-b',
       checks: { storage: 'ok', redis: 'ok' },
     });
-    const metrics = await b.http.get('/metrics');
+    const metrics = await b.metrics();
     expect(metrics.text).toMatch(/charger_platform_redis_up\{instance="inst-b"\} 1/);
     expect(metrics.text).toMatch(
       /charger_platform_relay_messages_total\{direction="received",instance="inst-b"\} [1-9]/,
@@ -346,7 +346,7 @@ describe('several instances, one database, one Redis', () => {
       status: 'not_ready',
       checks: { storage: 'ok', redis: 'unreachable' },
     });
-    const metrics = await a.http.get('/metrics');
+    const metrics = await a.metrics();
     expect(metrics.text).toMatch(/charger_platform_redis_up\{instance="inst-a"\} 0/);
     expect(metrics.text).toMatch(
       /charger_platform_redis_fallbacks_total\{kind="rate_limit",instance="inst-a"\} [1-9]/,

@@ -24,7 +24,11 @@ import type { PgDatabase, Sql } from './database.js';
 export interface PgChargingRecords {
   list(operatorIds: readonly string[], q: ChargingRecordsQuery): Promise<Page<ChargingRecord>>;
   /** In its own transaction: returns how many were new. */
-  insert(records: readonly ChargingRecord[], receivedMs: number): Promise<number>;
+  insert(
+    records: readonly ChargingRecord[],
+    receivedMs: number,
+    stored?: (recordIds: readonly string[]) => void,
+  ): Promise<number>;
   /** Inside the caller's transaction, when a device moves to another site: its records and counts move too. */
   deviceMoved(sql: Sql, deviceId: string): Promise<void>;
 }
@@ -55,14 +59,15 @@ export function createPgChargingRecords(db: PgDatabase): PgChargingRecords {
           : listForDevice(sql, operatorIds, q.device_id, q),
       );
     },
-    async insert(records, receivedMs) {
+    async insert(records, receivedMs, stored) {
       const fresh = firstOfEach(records);
       if (fresh.length === 0) return 0;
       const known = knownMaxDurationMs;
       const out = await db.tx((sql) => insertRecords(sql, fresh, receivedMs, known));
       // Only once committed: a rolled-back batch must not make this instance skip growing the setting.
       knownMaxDurationMs = Math.max(knownMaxDurationMs, out.maxDurationMs);
-      return out.inserted;
+      if (out.ids.length > 0) stored?.(out.ids);
+      return out.ids.length;
     },
     async deviceMoved(sql, deviceId) {
       const to = (await operatorsOf(sql, [deviceId], 'FOR NO KEY UPDATE OF d')).get(deviceId) ?? null;
@@ -127,9 +132,10 @@ async function insertRecords(
   records: readonly ChargingRecord[],
   receivedMs: number,
   knownMaxDurationMs: number,
-): Promise<{ inserted: number; maxDurationMs: number }> {
+): Promise<{ ids: string[]; maxDurationMs: number }> {
   const operators = await operatorsOf(sql, [...new Set(records.map((r) => r.device_id))], 'FOR SHARE OF d');
   const stored = await sql.query<{
+    record_id: string;
     operator_id: string | null;
     connector_id: number;
     start_ms: number;
@@ -141,7 +147,7 @@ async function insertRecords(
        $6::bigint[], $7::float8[], $8::float8[], $9::float8[], $10::float8[], $11::float8[], $12::float8[],
        $13::text[], $14::int[], $15::int[]) AS u
      ON CONFLICT (device_id, record_id) DO NOTHING
-     RETURNING operator_id, connector_id, start_ms, end_ms`,
+     RETURNING record_id, operator_id, connector_id, start_ms, end_ms`,
     [...recordColumns(records, operators), receivedMs],
   );
   const counts = counterWrites();
@@ -154,7 +160,7 @@ async function insertRecords(
   await counts.write(sql);
   const maxDurationMs =
     longest > knownMaxDurationMs ? await growMaxDuration(sql, longest) : knownMaxDurationMs;
-  return { inserted: stored.length, maxDurationMs };
+  return { ids: stored.map((r) => r.record_id), maxDurationMs };
 }
 
 /** The records as one array per column, for `unnest`. */

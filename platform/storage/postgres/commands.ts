@@ -5,6 +5,7 @@ import type {
   CommandHistoryRow,
   CommandRepository,
   CommandRow,
+  ControlRow,
   ControlWithCommands,
   NewCommand,
   StatusReportOutcome,
@@ -322,14 +323,10 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
       });
     },
     async completeControls(nowMs) {
-      const [row] = await db.query<{ n: number }>(
-        `WITH done AS (
-           UPDATE controls SET status = 'completed' WHERE status = 'executing' AND ends_ms <= $1
-           RETURNING control_id
-         ) SELECT COUNT(*) AS n FROM done`,
+      return db.query<ControlRow>(
+        `UPDATE controls SET status = 'completed' WHERE status = 'executing' AND ends_ms <= $1 RETURNING *`,
         [nowMs],
       );
-      return row?.n ?? 0;
     },
     async listSchedules(deviceId, connectorId, page, size) {
       const [count] = await db.query<{ n: number }>(

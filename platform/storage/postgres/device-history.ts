@@ -6,13 +6,13 @@ const EVENT_COLUMNS = 'device_id, event_id, kind, severity, connector_id, ts_ms,
 /** Charger events and firmware reports on PostgreSQL. */
 export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
   return {
-    async insertEvents(deviceId, events, nowMs) {
+    async insertEvents(deviceId, events, nowMs, stored) {
       if (events.length === 0) return { accepted: 0, duplicates: 0 };
       // One statement, rows in upload order (ids break ties of equal timestamps when listing, as SQLite's
       // rowids do); an event id already stored for the charger, or repeated in the upload, is skipped. In a
       // transaction only so that `tx` retries it: two overlapping uploads in different orders can deadlock.
-      const [row] = await db.tx((sql) =>
-        sql.query<{ n: number }>(
+      const rows = await db.tx((sql) =>
+        sql.query<{ event_id: string }>(
           `WITH input AS (
            SELECT x.ord, e.* FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(doc, ord),
              jsonb_to_record(x.doc) AS e(event_id text, kind text, severity text, connector_id integer,
@@ -22,12 +22,13 @@ export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
            SELECT $1, event_id, kind, severity, connector_id, ts_ms, message, data, $3::bigint
            FROM input ORDER BY ord
            ON CONFLICT (device_id, event_id) DO NOTHING
-           RETURNING 1
-         ) SELECT COUNT(*) AS n FROM inserted`,
+           RETURNING event_id
+         ) SELECT event_id FROM inserted`,
           [deviceId, JSON.stringify(events), nowMs],
         ),
       );
-      const accepted = row?.n ?? 0;
+      const accepted = rows.length;
+      if (accepted > 0) stored?.(rows.map((r) => r.event_id));
       return { accepted, duplicates: events.length - accepted };
     },
     async listEvents(deviceId, page, size) {

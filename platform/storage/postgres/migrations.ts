@@ -213,4 +213,38 @@ export const PG_MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 2: webhook endpoints and their durable delivery queue (DESIGN.md §14, webhooks.ts).
+  `
+  CREATE TABLE webhooks (
+    webhook_id TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    events JSONB NOT NULL,
+    description TEXT,
+    status TEXT NOT NULL,
+    disabled_reason TEXT,
+    secret_sealed TEXT NOT NULL,
+    previous_secret_sealed TEXT,
+    previous_secret_until_ms BIGINT,
+    failing_since_ms BIGINT,
+    created_ms BIGINT NOT NULL,
+    updated_ms BIGINT NOT NULL
+  );
+  CREATE INDEX webhooks_by_client ON webhooks(client_id, created_ms);
+  CREATE TABLE webhook_deliveries (
+    delivery_id TEXT PRIMARY KEY,
+    webhook_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_ms BIGINT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_status INTEGER,
+    last_error TEXT,
+    state TEXT NOT NULL DEFAULT 'pending',
+    next_attempt_ms BIGINT,
+    lease_until_ms BIGINT
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms) WHERE state = 'pending';
+  CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, created_ms DESC);
+  `,
 ];

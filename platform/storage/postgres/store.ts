@@ -14,6 +14,7 @@ import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
 import { createTelemetryPartitions } from './telemetry-partitions.js';
+import { createPgWebhooks } from './webhooks.js';
 
 export { describeDatabase, isPostgresUrl } from './database.js';
 
@@ -62,6 +63,7 @@ export async function createPostgresStore(
   const telemetry = createPgTelemetry(db, partitions);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);
+  const webhooks = createPgWebhooks(db);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
   const pruning = createPgRetention(db, policy, now, partitions, rollups);
   const jobs = createPgExclusiveJobs(db);
@@ -102,14 +104,15 @@ export async function createPostgresStore(
     ...telemetry,
     ...commands,
     ...history,
+    ...webhooks,
     externalChangeVersion() {
       return changes?.version() ?? 0;
     },
     listChargingRecords(operatorIds, q) {
       return records.list(operatorIds, q);
     },
-    insertChargingRecords(rows) {
-      return records.insert(rows, now());
+    insertChargingRecords(rows, stored) {
+      return records.insert(rows, now(), stored);
     },
     energyBuckets(deviceIds, startMs, endMs, intervalMs) {
       return rollups.buckets(deviceIds, startMs, endMs, intervalMs);

@@ -22,8 +22,8 @@ import type { SqlReader } from './reader.js';
 export interface SqliteChargingRecords {
   /** Reads through `reader` (a worker thread's connection in the server). */
   list(operatorIds: readonly string[], q: ChargingRecordsQuery): Promise<Page<ChargingRecord>>;
-  /** Inside the caller's transaction: returns how many were new. */
-  insert(records: readonly ChargingRecord[], receivedMs: number): number;
+  /** Inside the caller's transaction: returns how many were new, and adds their ids to `storedIds`. */
+  insert(records: readonly ChargingRecord[], receivedMs: number, storedIds?: string[]): number;
   /** Inside the caller's transaction, when a device moves to another site: its records and counts move too. */
   deviceMoved(deviceId: string): void;
 }
@@ -192,7 +192,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
         ? listForOperators(operatorIds, q)
         : listForDevice(operatorIds, q.device_id, q);
     },
-    insert(records, receivedMs) {
+    insert(records, receivedMs, storedIds) {
       const operators = new Map<string, string | null>();
       const counts = counterWrites();
       let inserted = 0;
@@ -225,6 +225,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
         }).changes;
         if (changes !== 1) continue;
         inserted++;
+        storedIds?.push(r.record_id);
         if (operatorId !== null) counts.add(operatorId, r.connector_id, dayOf(startMs), dayOf(endMs), 1);
         longest = Math.max(longest, endMs - startMs);
       }

@@ -53,7 +53,7 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
     queuedOfControl: db.prepare(`SELECT * FROM commands WHERE control_id = ? AND status = 'queued'`),
     setControlStatus: db.prepare('UPDATE controls SET status = ? WHERE control_id = ? AND status = ?'),
     completeControls: db.prepare(
-      `UPDATE controls SET status = 'completed' WHERE status = 'executing' AND ends_ms <= ?`,
+      `UPDATE controls SET status = 'completed' WHERE status = 'executing' AND ends_ms <= ? RETURNING *`,
     ),
     countSchedules: db.prepare(
       'SELECT COUNT(*) AS n FROM schedules WHERE device_id = ? AND connector_id = ?',
@@ -265,7 +265,7 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
         .immediate();
     },
     async completeControls(nowMs) {
-      return stmt.completeControls.run(nowMs).changes;
+      return (stmt.completeControls.all(nowMs) as RawControl[]).map(toControl);
     },
     async listSchedules(deviceId, connectorId, page, size) {
       const total = (stmt.countSchedules.get(deviceId, connectorId) as { n: number }).n;

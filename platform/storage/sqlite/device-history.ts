@@ -20,12 +20,13 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
   };
 
   return {
-    async insertEvents(deviceId, events, nowMs) {
-      return db
+    async insertEvents(deviceId, events, nowMs, stored) {
+      const ids: string[] = [];
+      const outcome = db
         .transaction(() => {
           let accepted = 0;
           for (const e of events) {
-            accepted += stmt.insertEvent.run(
+            const added = stmt.insertEvent.run(
               deviceId,
               e.event_id,
               e.kind,
@@ -36,10 +37,14 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
               e.data ? JSON.stringify(e.data) : null,
               nowMs,
             ).changes;
+            accepted += added;
+            if (added === 1 && stored) ids.push(e.event_id);
           }
           return { accepted, duplicates: events.length - accepted };
         })
         .immediate();
+      if (ids.length > 0) stored?.(ids);
+      return outcome;
     },
     async listEvents(deviceId, page, size) {
       const total = (stmt.countEvents.get(deviceId) as { n: number }).n;

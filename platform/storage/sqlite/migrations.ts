@@ -255,6 +255,40 @@ export const MIGRATIONS: readonly string[] = [
     SELECT 'charging_record_max_duration_ms', COALESCE(MAX(end_ms - start_ms), 0) FROM charging_records
     WHERE true ON CONFLICT (key) DO NOTHING;
   `,
+  // 5: webhook endpoints and their durable delivery queue (DESIGN.md §14, webhooks.ts).
+  `
+  CREATE TABLE webhooks (
+    webhook_id TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    description TEXT,
+    status TEXT NOT NULL,
+    disabled_reason TEXT,
+    secret_sealed TEXT NOT NULL,
+    previous_secret_sealed TEXT,
+    previous_secret_until_ms INTEGER,
+    failing_since_ms INTEGER,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+  );
+  CREATE INDEX webhooks_by_client ON webhooks(client_id, created_ms);
+  CREATE TABLE webhook_deliveries (
+    delivery_id TEXT PRIMARY KEY,
+    webhook_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_status INTEGER,
+    last_error TEXT,
+    state TEXT NOT NULL DEFAULT 'pending',
+    next_attempt_ms INTEGER,
+    lease_until_ms INTEGER
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms) WHERE state = 'pending';
+  CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, created_ms DESC);
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

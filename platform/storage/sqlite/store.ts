@@ -15,6 +15,7 @@ import { createSqliteEnergyRollups } from './energy-rollups.js';
 import { createInlineReader, createWorkerReader } from './reader.js';
 import { createSqliteRetention } from './retention.js';
 import { createSqliteTelemetry } from './telemetry.js';
+import { createSqliteWebhooks } from './webhooks.js';
 import { createWriteBatcher } from './write-batcher.js';
 
 export { DATABASE_FILE, openDatabase } from './database.js';
@@ -82,6 +83,7 @@ export function createSqliteStore(
   const telemetry = createSqliteTelemetry(db, batcher, prepared);
   const commands = createSqliteCommands(db);
   const history = createSqliteDeviceHistory(db);
+  const webhooks = createSqliteWebhooks(db);
 
   // Retention reads the rollups' watermark and rollups read retention's horizon, each through a function
   // called only once both exist.
@@ -120,14 +122,18 @@ export function createSqliteStore(
     ...telemetry.telemetry,
     ...commands,
     ...history,
+    ...webhooks,
     async listChargingRecords(operatorIds, q) {
       return records.list(operatorIds, q);
     },
-    async insertChargingRecords(rows) {
+    async insertChargingRecords(rows, stored) {
       // Immediate: the insert reads (the charger's operator) before it writes, and a deferred transaction
       // that must upgrade its read lock while another connection checkpoints fails at once with SQLITE_BUSY
       // instead of waiting. Every write transaction here takes the write lock first, for the same reason.
-      return db.transaction(() => records.insert(rows, now())).immediate();
+      const ids: string[] | undefined = stored ? [] : undefined;
+      const inserted = db.transaction(() => records.insert(rows, now(), ids)).immediate();
+      if (ids && ids.length > 0) stored?.(ids);
+      return inserted;
     },
     async energyBuckets(deviceIds, startMs, endMs, intervalMs) {
       // Answered from the 15-minute rollups (domain/energy-rollup.ts), after they took in every row stored.
