@@ -35,6 +35,9 @@ const ALONE = ['test/integration/fleet-restart.test.ts'];
 /** The same, needing PostgreSQL, Redis and HAProxy: only in `npm run test:postgres`. */
 const ALONE_ON_SERVERS = ['test/integration/several-instances-fleet.test.ts'];
 
+/** Real Chromium (Debian's `chromium`, DESIGN.md §16): `npm run test:browser`, which CI runs after installing it. */
+const BROWSER = ['test/browser/**'];
+
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -43,7 +46,7 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...ALONE, ...ALONE_ON_SERVERS, ...(onPostgres ? SQLITE_ONLY : POSTGRES_ONLY)],
+          exclude: [...ALONE, ...ALONE_ON_SERVERS, ...BROWSER, ...(onPostgres ? SQLITE_ONLY : POSTGRES_ONLY)],
           testTimeout: 30_000,
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],
@@ -59,6 +62,16 @@ export default defineConfig({
           globalSetup: ['test/global-setup.ts'],
           pool: 'forks',
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          globalSetup: ['test/global-setup.ts'],
+          pool: 'forks',
         },
       },
     ],

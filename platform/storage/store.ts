@@ -426,8 +426,6 @@ export interface WebhookRepository {
   listDeliveries(webhookId: string, page: number, size: number): Promise<Page<DeliveryRow>>;
   /** Makes a delivery pending again, due now, keeping its id; undefined if the endpoint has no such delivery. */
   redeliver(webhookId: string, deliveryId: string, nowMs: number): Promise<DeliveryRow | undefined>;
-  /** The earliest `next_attempt_ms` of a pending delivery, for the dispatcher's sleep. */
-  nextDeliveryDueMs(): Promise<number | null>;
 }
 
 /** Jobs that must run on one instance at a time (DESIGN.md §13): the sweep of commands and controls. */

@@ -43,8 +43,9 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
   /** The last state this instance saw of each connector (`device:connector`), while someone wants changes. */
   const connectorStates = new Map<string, string>();
 
-  const reload = (): Promise<void> => {
-    loading ??= store
+  let reloadAfter: Promise<void> | undefined;
+  const load = () =>
+    store
       .enabledWebhooks()
       .then((rows) => {
         endpoints = rows;
@@ -55,7 +56,17 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
       .finally(() => {
         loading = undefined;
       });
-    return loading;
+  /** Reads the endpoints; a read already running may predate the caller's change, so another follows it. */
+  const reload = (): Promise<void> => {
+    if (!loading) {
+      loading = load();
+      return loading;
+    }
+    reloadAfter ??= loading.then(() => {
+      reloadAfter = undefined;
+      return reload();
+    });
+    return reloadAfter;
   };
   const timer = setInterval(() => void reload(), opts.reloadMs ?? 5_000);
   timer.unref();

@@ -154,7 +154,7 @@ export type Json = any;
 
 export async function call(
   p: BenchPlatform,
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
   path: string,
   opts: { token?: string; json?: unknown } = {},
 ): Promise<{ status: number; body: Json }> {

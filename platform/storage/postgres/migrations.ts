@@ -244,7 +244,7 @@ export const PG_MIGRATIONS: readonly string[] = [
     next_attempt_ms BIGINT,
     lease_until_ms BIGINT
   );
-  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms) WHERE state = 'pending';
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(webhook_id, next_attempt_ms) WHERE state = 'pending';
   CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, created_ms DESC);
   `,
 ];

@@ -93,18 +93,18 @@ export function createPgWebhooks(db: PgDatabase): WebhookRepository {
       );
     },
     async claimDueDeliveries(nowMs, leaseMs, limit, perWebhook, skipWebhooks) {
+      // The first few due of each enabled endpoint, each from the head of its own index range (the cost follows
+      // the number of endpoints, not the backlog behind a slow one), locked so no other instance takes them.
       return db.query<DeliveryRow>(
-        `WITH ranked AS (
-           SELECT d.delivery_id, d.next_attempt_ms,
-             ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_ms, d.delivery_id) AS rank
-           FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'enabled'
-           WHERE d.state = 'pending' AND d.next_attempt_ms <= $1
-             AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= $1) AND NOT (d.webhook_id = ANY($5::text[]))
-         ), picked AS (
-           SELECT d.delivery_id FROM webhook_deliveries d
-           WHERE d.delivery_id IN (
-             SELECT delivery_id FROM ranked WHERE rank <= $4 ORDER BY next_attempt_ms, delivery_id LIMIT $3)
-           FOR UPDATE SKIP LOCKED
+        `WITH picked AS (
+           SELECT x.delivery_id FROM webhooks w CROSS JOIN LATERAL (
+             SELECT d.delivery_id, d.next_attempt_ms FROM webhook_deliveries d
+             WHERE d.webhook_id = w.webhook_id AND d.state = 'pending' AND d.next_attempt_ms <= $1
+               AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= $1)
+             ORDER BY d.next_attempt_ms LIMIT $4 FOR UPDATE SKIP LOCKED
+           ) x
+           WHERE w.status = 'enabled' AND NOT (w.webhook_id = ANY($5::text[]))
+           ORDER BY x.next_attempt_ms, x.delivery_id LIMIT $3
          )
          UPDATE webhook_deliveries d SET lease_until_ms = $1::bigint + $2::bigint FROM picked
          WHERE d.delivery_id = picked.delivery_id AND d.state = 'pending'
@@ -154,13 +154,6 @@ export function createPgWebhooks(db: PgDatabase): WebhookRepository {
         [webhookId, deliveryId, nowMs],
       );
       return rows[0];
-    },
-    async nextDeliveryDueMs() {
-      const [row] = await db.query<{ due: number | null }>(
-        `SELECT MIN(d.next_attempt_ms) AS due FROM webhook_deliveries d
-         JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'enabled' WHERE d.state = 'pending'`,
-      );
-      return row?.due ?? null;
     },
   };
 }

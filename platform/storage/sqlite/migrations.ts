@@ -286,7 +286,7 @@ export const MIGRATIONS: readonly string[] = [
     next_attempt_ms INTEGER,
     lease_until_ms INTEGER
   );
-  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms) WHERE state = 'pending';
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(webhook_id, next_attempt_ms) WHERE state = 'pending';
   CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, created_ms DESC);
   `,
 ];
