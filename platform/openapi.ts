@@ -1,19 +1,14 @@
-import { z } from 'zod';
-import { API_VERSION, ErrorResponse, WEBHOOK_EVENT_TYPES, webhookEventBody } from '../shared/index.js';
+import type { z } from 'zod';
+import { API_VERSION, ErrorResponse } from '../shared/index.js';
 import { API_REFERENCE_ASSETS } from './api-reference-page.js';
+import { type JsonSchema, jsonSchema } from './json-schema.js';
+import { webhookOperations } from './openapi-webhooks.js';
 import type { AnyRoute } from './route-spec.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the same route table and zod schemas that validate requests.
  * zod 4 emits JSON Schema draft 2020-12, which is OpenAPI 3.1's schema dialect.
  */
-type JsonSchema = Record<string, unknown>;
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
-  delete out.$schema;
-  return out;
-}
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'Validation failure (1001) or malformed body (1002)',
@@ -372,52 +367,4 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
       },
     },
   };
-}
-
-/** The events a webhook endpoint receives (DESIGN.md §14), one POST each, signed per Standard Webhooks. */
-function webhookOperations(): Record<string, JsonSchema> {
-  const header = (name: string, description: string, schema: JsonSchema) => ({
-    name,
-    in: 'header',
-    required: true,
-    description,
-    schema,
-  });
-  const out: Record<string, JsonSchema> = {};
-  for (const type of WEBHOOK_EVENT_TYPES) {
-    out[type] = {
-      post: {
-        tags: ['webhooks'],
-        summary: `${type} event`,
-        operationId: `webhook${type
-          .split(/[._]/)
-          .map((p) => p[0]!.toUpperCase() + p.slice(1))
-          .join('')}`,
-        parameters: [
-          header('webhook-id', 'The delivery id: the same on every retry (your idempotency key)', {
-            type: 'string',
-          }),
-          header('webhook-timestamp', 'Unix seconds of this attempt', {
-            type: 'string',
-            pattern: '^[0-9]+$',
-          }),
-          header(
-            'webhook-signature',
-            'v1,base64(HMAC-SHA256(secret, id.timestamp.body)); two, space-separated, during a rotation',
-            { type: 'string' },
-          ),
-        ],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: jsonSchema(webhookEventBody(type), 'output') } },
-        },
-        responses: {
-          '2XX': { description: 'Received: any 2xx ends the delivery' },
-          '410': { description: 'Gone: the platform disables the endpoint' },
-          default: { description: 'Anything else, or no answer in 15 s: retried on the schedule' },
-        },
-      },
-    };
-  }
-  return out;
 }

@@ -32,12 +32,10 @@ import { deviceRoutes } from './routes/device-routes.js';
 import { answersWithin, healthRoutes } from './routes/health.js';
 import { operatorRoutes } from './routes/operator-routes.js';
 import { createCommandService } from './services/command-service.js';
-import { createWebhookService } from './services/webhook-service.js';
 import { storageFaultOf } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 import { createTelemetryStream } from './stream/telemetry-stream.js';
-import { createWebhookDispatcher } from './webhooks/dispatcher.js';
-import { createWebhookEvents } from './webhooks/webhook-events.js';
+import { createWebhooks, type WebhookOptions } from './webhooks/webhooks.js';
 
 export interface BuildOptions extends PlatformOptions {
   store: Store;
@@ -62,14 +60,7 @@ export interface BuildOptions extends PlatformOptions {
   /** Browser origins allowed to call the API (CORS, DESIGN.md §15), exact; none: CORS off, nothing registered. */
   corsOrigins?: readonly string[];
   /** Webhook delivery (DESIGN.md §14). */
-  webhooks?: {
-    /** `--webhooks-allow-private`: http URLs and non-public addresses are accepted (the sandbox's default). */
-    allowPrivate?: boolean;
-    /** Extra CA certificates (PEM) trusted for receivers, besides Node's own. */
-    ca?: string;
-    /** How often due deliveries are looked for besides when events are queued, ms. */
-    pollMs?: number;
-  };
+  webhooks?: WebhookOptions;
 }
 
 export interface Platform {
@@ -174,24 +165,14 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     shared?.liveness,
   );
   const notifier = shared?.relay.notifier ?? createCommandNotifier();
-  const dispatcher = createWebhookDispatcher({
+  const webhooks = await createWebhooks({
     store: opts.store,
     keys: opts.keys,
-    now,
-    log: app.log,
-    allowPrivate: opts.webhooks?.allowPrivate ?? false,
-    ca: opts.webhooks?.ca,
-    onDisabled: () => void webhooks.reload(),
-    ...(opts.webhooks?.pollMs ? { pollMs: opts.webhooks.pollMs } : {}),
-  });
-  const webhooks = createWebhookEvents({
-    store: opts.store,
     directory,
     now,
     log: app.log,
-    onQueued: () => dispatcher.wake(),
+    options: opts.webhooks,
   });
-  await webhooks.reload();
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -210,18 +191,18 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       store: opts.store,
       notifier,
       events: () => context.events,
-      controlChanged: (control, atMs) => webhooks.controlStatus(control, atMs),
+      controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
     }),
     liveness,
     events: noEvents,
-    webhooks,
+    webhooks: webhooks.events,
     now,
   };
   const stream = createTelemetryStream(context, opts.streamPingMs, shared?.streamRegistry);
   // Webhooks hear only what happens on this instance: each event is queued once, wherever it happened.
   context.events = bothEvents(
     shared ? shared.relay.events(stream.events, () => stream.subscriberCount() > 0) : stream.events,
-    webhooks.platformEvents,
+    webhooks.events.platformEvents,
   );
   const metrics = createMetrics({
     instanceId,
@@ -229,7 +210,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     onlineChargers: () => liveness.onlineCount(),
     connectedChargers: () => context.notifier.connectedDevices(),
     streamSubscribers: () => stream.subscriberCount(),
-    webhooks: () => dispatcher.stats(),
+    webhooks: () => webhooks.stats(),
     ...(shared ? { coordination: shared.stats } : {}),
   });
   context.metrics = metrics.recorder;
@@ -296,14 +277,8 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       socket.terminate();
     },
   });
-  const webhookService = createWebhookService({
-    store: opts.store,
-    keys: opts.keys,
-    now,
-    events: webhooks,
-    allowPrivate: opts.webhooks?.allowPrivate ?? false,
-  });
-  const routes = [...operatorRoutes(context, webhookService), ...deviceRoutes(context)];
+
+  const routes = [...operatorRoutes(context, webhooks.service), ...deviceRoutes(context)];
   registerRoutes(app, context, routes);
   stream.register(app);
   let draining = false;
@@ -347,13 +322,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     routes,
     registeredRoutes,
     sweep,
-    webhooks: {
-      queued: () => webhooks.settled(),
-      async deliverDue() {
-        await webhooks.settled();
-        await dispatcher.deliverDue();
-      },
-    },
+    webhooks: { queued: webhooks.queued, deliverDue: webhooks.deliverDue },
     async serveMetrics(host, port) {
       const listener = await serveMetrics(metrics.registry, host, port, (err) =>
         app.log.error({ err }, 'metrics listener'),
@@ -369,7 +338,6 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       stream.close();
       await app.close();
       await webhooks.close();
-      await dispatcher.close();
       await Promise.all(metricsListeners.splice(0).map((l) => l.close()));
       await shared?.relay.close();
       directory.close();
