@@ -1,26 +1,12 @@
 #!/usr/bin/env node
 import './supported-node.js';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command } from 'commander';
 import { isIanaTimezone, type Scope } from '../shared/index.js';
-import { parseCorsOrigin } from './cors.js';
+import { databaseOption } from './cli-options.js';
+import { addServeCommand } from './cli-serve.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
-import {
-  ConfigError,
-  DEFAULT_METRICS_HOST,
-  DEFAULT_METRICS_PORT,
-  REDIS_ENV,
-  type RunningPlatform,
-  startServing,
-} from './serve.js';
-import {
-  DATABASE_ENV,
-  type DatabaseChoice,
-  describeChoice,
-  hasDeployment,
-  openStore,
-  parseDatabaseChoice,
-} from './storage/open-store.js';
-import { DEFAULT_RETENTION } from './storage/retention-policy.js';
+import { ConfigError } from './serve.js';
+import { type DatabaseChoice, describeChoice, hasDeployment, openStore } from './storage/open-store.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 
@@ -28,44 +14,8 @@ import type { Store } from './storage/store.js';
 
 class UserError extends Error {}
 
-function integer(min: number, max: number) {
-  return (value: string): number => {
-    if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a whole number');
-    const n = Number(value);
-    if (n < min || n > max) throw new InvalidArgumentError(`must be between ${min} and ${max}`);
-    return n;
-  };
-}
-
-/** `--cors-origin`: repeatable, each value one origin or several separated by commas. */
-function corsOrigins(value: string, previous: string[]): string[] {
-  const given = value.split(',').filter((o) => o.trim() !== '');
-  if (given.length === 0)
-    throw new InvalidArgumentError('must name an origin such as https://app.example.com');
-  try {
-    return [...new Set([...previous, ...given.map(parseCorsOrigin)])];
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
-
 function print(json: boolean | undefined, data: unknown, human: string): void {
   process.stdout.write(json ? `${JSON.stringify(data)}\n` : `${human}\n`);
-}
-
-/** `--database`, on `serve` and every admin command (DESIGN.md §11, §12). */
-function databaseOption(): Option {
-  return new Option(
-    '--database <db>',
-    `sqlite (DIR/platform.sqlite) or a postgres:// URL (or set ${DATABASE_ENV}, which keeps a password out of the process list)`,
-  )
-    .env(DATABASE_ENV)
-    .default({ kind: 'sqlite' } satisfies DatabaseChoice, 'sqlite')
-    .argParser((value: string) => {
-      const choice = parseDatabaseChoice(value);
-      if (!choice) throw new InvalidArgumentError('must be sqlite or a postgres:// URL');
-      return choice;
-    });
 }
 
 /**
@@ -102,160 +52,11 @@ async function withStore<T>(
   }
 }
 
-function banner(running: RunningPlatform, env: string): string {
-  const lines = [
-    `charger-platform ${env} listening on ${running.url}`,
-    `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
-  ];
-  if (running.redis) lines.push(`instance ${running.instanceId}, sharing state through ${running.redis}`);
-  if (running.metricsUrl) lines.push(`Prometheus metrics on ${running.metricsUrl}`);
-  const sb = running.sandbox;
-  if (sb) {
-    lines.push(
-      '',
-      'Sandbox API client (read, write):',
-      `  client_id:     ${sb.clientId}`,
-      `  client_secret: ${sb.clientSecret}`,
-      '',
-      'Try it:',
-      `  TOKEN=$(curl -s --cacert ${running.tls.certPath} ${running.url}/v1/operator/oauth/token \\`,
-      `    -H 'content-type: application/json' \\`,
-      `    -d '{"client_id":"${sb.clientId}","client_secret":"${sb.clientSecret}","grant_type":"client_credentials"}' \\`,
-      `    | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
-      `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" ${running.url}/v1/operator/devices/${sb.exampleDeviceId}`,
-      `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" "${running.url}/v1/operator/charging-records?size=5"`,
-      '',
-    );
-  }
-  return lines.join('\n');
-}
-
 const program = new Command('charger-platform')
   .description('Charger platform integration API server and its admin commands')
   .showHelpAfterError();
 
-program
-  .command('serve')
-  .description('Serve both API surfaces over HTTPS')
-  .requiredOption('--data-dir <dir>', 'data directory (keys, TLS material, and the SQLite database)')
-  .addOption(databaseOption())
-  .addOption(
-    new Option(
-      '--redis <url>',
-      `redis:// URL of the Redis that several instances share (with --database postgres://...; or set ${REDIS_ENV})`,
-    ).env(REDIS_ENV),
-  )
-  .option(
-    '--instance-id <name>',
-    "this instance's name in logs, metrics and /readyz (default: host name and pid)",
-  )
-  .option('--host <host>', 'address to listen on', '127.0.0.1')
-  .option('--port <port>', 'port to listen on (0 picks a free one)', integer(0, 65535), 8443)
-  .addOption(
-    new Option('--env <env>', 'deployment environment')
-      .choices(['production', 'sandbox'])
-      .default('production'),
-  )
-  .option('--tls-cert <file>', 'PEM certificate')
-  .option('--tls-key <file>', 'PEM private key')
-  .option('--self-signed', 'create a self-signed certificate in production')
-  .addOption(
-    new Option(
-      '--registration <policy>',
-      'charger registration policy (default: open in sandbox, allowlist in production)',
-    ).choices(['open', 'allowlist']),
-  )
-  .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
-  .addOption(
-    new Option('--log-level <level>', 'log level')
-      .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
-      .default('info'),
-  )
-  .option(
-    '--retention-telemetry-days <days>',
-    'keep raw telemetry this long (0: forever)',
-    integer(0, 100_000),
-    DEFAULT_RETENTION.telemetryDays,
-  )
-  .option(
-    '--retention-history-days <days>',
-    'keep device events and finished commands and controls this long (0: forever)',
-    integer(0, 100_000),
-    DEFAULT_RETENTION.historyDays,
-  )
-  .option(
-    '--retention-rollup-days <days>',
-    'keep 15-minute energy rollups this long (0: forever)',
-    integer(0, 100_000),
-    DEFAULT_RETENTION.rollupDays,
-  )
-  .option(
-    '--cors-origin <origins>',
-    'browser origin allowed to call the API (CORS), exactly as the browser sends it, e.g. ' +
-      'https://app.example.com; repeat the option or separate origins with commas (default: none, CORS off)',
-    corsOrigins,
-    [],
-  )
-  .option(
-    '--webhooks-allow-private',
-    'deliver webhooks to http URLs and to loopback and private addresses too (default: only in the sandbox)',
-  )
-  .option(
-    '--metrics-host <host>',
-    'address of the Prometheus metrics listener (plain HTTP: keep it on a private interface)',
-    DEFAULT_METRICS_HOST,
-  )
-  .option(
-    '--metrics-port <port>',
-    'port of the Prometheus metrics listener (0: no metrics listener)',
-    integer(0, 65535),
-    DEFAULT_METRICS_PORT,
-  )
-  .action(async (o) => {
-    const running = await startServing({
-      retention: {
-        telemetryDays: o.retentionTelemetryDays,
-        historyDays: o.retentionHistoryDays,
-        rollupDays: o.retentionRollupDays,
-      },
-      dataDir: o.dataDir,
-      database: o.database,
-      redis: o.redis,
-      instanceId: o.instanceId,
-      host: o.host,
-      port: o.port,
-      env: o.env,
-      tlsCert: o.tlsCert,
-      tlsKey: o.tlsKey,
-      selfSigned: o.selfSigned,
-      registration: o.registration,
-      tokenTtl: o.tokenTtl,
-      logLevel: o.logLevel,
-      corsOrigins: o.corsOrigin,
-      metricsHost: o.metricsHost,
-      metricsPort: o.metricsPort,
-      webhooksAllowPrivate: o.webhooksAllowPrivate,
-    });
-    let closing = false;
-    const shutdown = (signal: string) => {
-      if (closing) return;
-      closing = true;
-      process.stderr.write(`charger-platform: ${signal}, closing\n`);
-      running.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          process.stderr.write(
-            `charger-platform: closing failed: ${err instanceof Error ? err.message : String(err)}\n`,
-          );
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGTERM', () => shutdown('SIGTERM'));
-    process.on('SIGINT', () => shutdown('SIGINT'));
-    // The banner tells supervisors and tests that it serves: only once a signal would close it cleanly.
-    process.stderr.write(`${banner(running, o.env)}\n`);
-  });
+addServeCommand(program);
 
 const operators = program.command('operators').description('Manage operators (tenants)');
 operators

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import type { WebhookRow } from '../../platform/storage/store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 
 export interface ReceivedDelivery {
@@ -132,3 +133,23 @@ export async function startWebhookReceiver(
   };
 }
 export type WebhookReceiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+/** A stored endpoint as the repository keeps it, for the storage-level tests. */
+export function webhookRow(id: string, extra: Partial<WebhookRow> = {}): WebhookRow {
+  return {
+    webhook_id: id,
+    client_id: 'cli_a',
+    url: `https://example.com/${id}`,
+    events: ['*'],
+    description: null,
+    status: 'enabled',
+    disabled_reason: null,
+    secret_sealed: 'sealed',
+    previous_secret_sealed: null,
+    previous_secret_until_ms: null,
+    failing_since_ms: null,
+    created_ms: 0,
+    updated_ms: 0,
+    ...extra,
+  };
+}

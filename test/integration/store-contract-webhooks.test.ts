@@ -3,6 +3,7 @@ import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { NewDelivery, Store, WebhookRow } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { webhookRow } from '../helpers/webhook-receiver.js';
 
 /**
  * The contract of WebhookRepository on every backend: endpoints per client, the durable queue's claims
@@ -11,24 +12,8 @@ import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js'
  */
 const T0 = Date.UTC(2026, 0, 1);
 
-function hook(id: string, clientId = 'cli_a', extra: Partial<WebhookRow> = {}): WebhookRow {
-  return {
-    webhook_id: id,
-    client_id: clientId,
-    url: `https://example.com/${id}`,
-    events: ['*'],
-    description: null,
-    status: 'enabled',
-    disabled_reason: null,
-    secret_sealed: 'sealed',
-    previous_secret_sealed: null,
-    previous_secret_until_ms: null,
-    failing_since_ms: null,
-    created_ms: T0,
-    updated_ms: T0,
-    ...extra,
-  };
-}
+const hook = (id: string, clientId = 'cli_a', extra: Partial<WebhookRow> = {}) =>
+  webhookRow(id, { client_id: clientId, created_ms: T0, updated_ms: T0, ...extra });
 
 function deliveries(webhookId: string, n: number, createdMs = T0): NewDelivery[] {
   return Array.from({ length: n }, (_, i) => ({

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPrincipalDirectory } from '../../platform/principal-directory.js';
-import type { WebhookRow } from '../../platform/storage/store.js';
 import { createWebhookEvents } from '../../platform/webhooks/webhook-events.js';
 import { openTestStore, TEST_BACKEND, type TestStore } from '../helpers/backends.js';
+import { webhookRow } from '../helpers/webhook-receiver.js';
 
 /**
  * The endpoints each instance keeps in memory to match events against: a change made here is seen by the next
@@ -17,21 +17,7 @@ afterEach(async () => {
   await ts.close();
 });
 
-const hook = (id: string): WebhookRow => ({
-  webhook_id: id,
-  client_id: 'cli_a',
-  url: 'https://hooks.example.com/x',
-  events: ['device.online'],
-  description: null,
-  status: 'enabled',
-  disabled_reason: null,
-  secret_sealed: 'sealed',
-  previous_secret_sealed: null,
-  previous_secret_until_ms: null,
-  failing_since_ms: null,
-  created_ms: 0,
-  updated_ms: 0,
-});
+const hook = (id: string) => webhookRow(id, { events: ['device.online'] });
 
 describe('webhook endpoint cache', () => {
   it('reads again after a read that began before the change', async () => {

@@ -1,0 +1,177 @@
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { databaseOption, integer } from './cli-options.js';
+import { parseCorsOrigin } from './cors.js';
+import {
+  DEFAULT_METRICS_HOST,
+  DEFAULT_METRICS_PORT,
+  REDIS_ENV,
+  type RunningPlatform,
+  startServing,
+} from './serve.js';
+import { DEFAULT_RETENTION } from './storage/retention-policy.js';
+
+/** `charger-platform serve` (DESIGN.md §11): its options, the banner, and a clean close on SIGTERM or SIGINT. */
+export function addServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('Serve both API surfaces over HTTPS')
+    .requiredOption('--data-dir <dir>', 'data directory (keys, TLS material, and the SQLite database)')
+    .addOption(databaseOption())
+    .addOption(
+      new Option(
+        '--redis <url>',
+        `redis:// URL of the Redis that several instances share (with --database postgres://...; or set ${REDIS_ENV})`,
+      ).env(REDIS_ENV),
+    )
+    .option(
+      '--instance-id <name>',
+      "this instance's name in logs, metrics and /readyz (default: host name and pid)",
+    )
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', integer(0, 65535), 8443)
+    .addOption(
+      new Option('--env <env>', 'deployment environment')
+        .choices(['production', 'sandbox'])
+        .default('production'),
+    )
+    .option('--tls-cert <file>', 'PEM certificate')
+    .option('--tls-key <file>', 'PEM private key')
+    .option('--self-signed', 'create a self-signed certificate in production')
+    .addOption(
+      new Option(
+        '--registration <policy>',
+        'charger registration policy (default: open in sandbox, allowlist in production)',
+      ).choices(['open', 'allowlist']),
+    )
+    .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
+    .addOption(
+      new Option('--log-level <level>', 'log level')
+        .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+        .default('info'),
+    )
+    .option(
+      '--retention-telemetry-days <days>',
+      'keep raw telemetry this long (0: forever)',
+      integer(0, 100_000),
+      DEFAULT_RETENTION.telemetryDays,
+    )
+    .option(
+      '--retention-history-days <days>',
+      'keep device events and finished commands and controls this long (0: forever)',
+      integer(0, 100_000),
+      DEFAULT_RETENTION.historyDays,
+    )
+    .option(
+      '--retention-rollup-days <days>',
+      'keep 15-minute energy rollups this long (0: forever)',
+      integer(0, 100_000),
+      DEFAULT_RETENTION.rollupDays,
+    )
+    .option(
+      '--cors-origin <origins>',
+      'browser origin allowed to call the API (CORS), exactly as the browser sends it, e.g. ' +
+        'https://app.example.com; repeat the option or separate origins with commas (default: none, CORS off)',
+      corsOrigins,
+      [],
+    )
+    .option(
+      '--webhooks-allow-private',
+      'deliver webhooks to http URLs and to loopback and private addresses too (default: only in the sandbox)',
+    )
+    .option(
+      '--metrics-host <host>',
+      'address of the Prometheus metrics listener (plain HTTP: keep it on a private interface)',
+      DEFAULT_METRICS_HOST,
+    )
+    .option(
+      '--metrics-port <port>',
+      'port of the Prometheus metrics listener (0: no metrics listener)',
+      integer(0, 65535),
+      DEFAULT_METRICS_PORT,
+    )
+    .action(async (o) => {
+      const running = await startServing({
+        retention: {
+          telemetryDays: o.retentionTelemetryDays,
+          historyDays: o.retentionHistoryDays,
+          rollupDays: o.retentionRollupDays,
+        },
+        dataDir: o.dataDir,
+        database: o.database,
+        redis: o.redis,
+        instanceId: o.instanceId,
+        host: o.host,
+        port: o.port,
+        env: o.env,
+        tlsCert: o.tlsCert,
+        tlsKey: o.tlsKey,
+        selfSigned: o.selfSigned,
+        registration: o.registration,
+        tokenTtl: o.tokenTtl,
+        logLevel: o.logLevel,
+        corsOrigins: o.corsOrigin,
+        metricsHost: o.metricsHost,
+        metricsPort: o.metricsPort,
+        webhooksAllowPrivate: o.webhooksAllowPrivate,
+      });
+      let closing = false;
+      const shutdown = (signal: string) => {
+        if (closing) return;
+        closing = true;
+        process.stderr.write(`charger-platform: ${signal}, closing\n`);
+        running.close().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            process.stderr.write(
+              `charger-platform: closing failed: ${err instanceof Error ? err.message : String(err)}\n`,
+            );
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => shutdown('SIGTERM'));
+      process.on('SIGINT', () => shutdown('SIGINT'));
+      // The banner tells supervisors and tests that it serves: only once a signal would close it cleanly.
+      process.stderr.write(`${banner(running, o.env)}\n`);
+    });
+}
+
+/** `--cors-origin`: repeatable, each value one origin or several separated by commas. */
+function corsOrigins(value: string, previous: string[]): string[] {
+  const given = value.split(',').filter((o) => o.trim() !== '');
+  if (given.length === 0)
+    throw new InvalidArgumentError('must name an origin such as https://app.example.com');
+  try {
+    return [...new Set([...previous, ...given.map(parseCorsOrigin)])];
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function banner(running: RunningPlatform, env: string): string {
+  const lines = [
+    `charger-platform ${env} listening on ${running.url}`,
+    `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
+  ];
+  if (running.redis) lines.push(`instance ${running.instanceId}, sharing state through ${running.redis}`);
+  if (running.metricsUrl) lines.push(`Prometheus metrics on ${running.metricsUrl}`);
+  const sb = running.sandbox;
+  if (sb) {
+    lines.push(
+      '',
+      'Sandbox API client (read, write):',
+      `  client_id:     ${sb.clientId}`,
+      `  client_secret: ${sb.clientSecret}`,
+      '',
+      'Try it:',
+      `  TOKEN=$(curl -s --cacert ${running.tls.certPath} ${running.url}/v1/operator/oauth/token \\`,
+      `    -H 'content-type: application/json' \\`,
+      `    -d '{"client_id":"${sb.clientId}","client_secret":"${sb.clientSecret}","grant_type":"client_credentials"}' \\`,
+      `    | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
+      `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" ${running.url}/v1/operator/devices/${sb.exampleDeviceId}`,
+      `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" "${running.url}/v1/operator/charging-records?size=5"`,
+      '',
+    );
+  }
+  return lines.join('\n');
+}
