@@ -71,8 +71,6 @@ export interface Platform {
   /** Expire overdue commands and complete ended controls now, after a sweep in progress (also runs on a timer). */
   sweep(): Promise<void>;
   webhooks: {
-    /** Everything emitted so far is in the queue. */
-    queued(): Promise<void>;
     /** Sends what is due now (by the platform's clock) and waits for the attempts. */
     deliverDue(): Promise<void>;
   };
@@ -322,7 +320,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     routes,
     registeredRoutes,
     sweep,
-    webhooks: { queued: webhooks.queued, deliverDue: webhooks.deliverDue },
+    webhooks: { deliverDue: webhooks.deliverDue },
     async serveMetrics(host, port) {
       const listener = await serveMetrics(metrics.registry, host, port, (err) =>
         app.log.error({ err }, 'metrics listener'),

@@ -94,10 +94,9 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       if (body.url !== undefined) changes.url = body.url;
       if (body.events !== undefined) changes.events = eventList(body.events);
       if (body.description !== undefined) changes.description = body.description;
-      if (body.status !== undefined) {
-        changes.status = body.status;
-        changes.disabled_reason = body.status === 'disabled' ? 'operator' : null;
-      }
+      if (body.status !== undefined) changes.status = body.status;
+      // Enabling clears the reason and the failure record (webhookChangeColumns); disabling names who did it.
+      if (body.status === 'disabled') changes.disabled_reason = 'operator';
       const updated = await store.updateWebhook(webhookId, changes, now());
       if (!updated) throw errors.notFound('Webhook');
       await events.reload();

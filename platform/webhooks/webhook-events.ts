@@ -166,7 +166,6 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
     /** Reads the endpoints now; the server awaits it once at start. */
     reload,
     platformEvents,
-    emit,
     wants,
     /** Look for due deliveries now (a redelivery). */
     nudge: opts.onQueued,

@@ -57,8 +57,6 @@ export async function createWebhooks(deps: {
     events,
     service,
     stats: () => dispatcher.stats(),
-    /** Everything emitted so far is in the queue. */
-    queued: () => events.settled(),
     /** Sends what is due now and waits for the attempts (tests and tools). */
     async deliverDue(): Promise<void> {
       await events.settled();

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { registerLoadChargers } from './bare-baseline.js';
 import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
 import { type BenchDatabase, type BenchStorage, withBenchDatabase } from './bench-database.js';
-import { call, startBenchPlatform } from './bench-platform.js';
+import { benchClient, call, startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
 import { sampleProcess } from './process-sampler.js';
 
@@ -48,22 +48,7 @@ async function webhooksOn(database: BenchDatabase, o: Parameters<typeof measureW
     // One client per endpoint: each toggles its own endpoint, within its own write budget (60 a minute).
     const hooks: Array<{ id: string; token: string }> = [];
     for (let i = 0; i < o.endpoints; i++) {
-      const client = (await platform.admin([
-        'clients',
-        'create',
-        '--operator',
-        sandbox.operator_id,
-        '--scopes',
-        'read,write',
-      ])) as { client_id: string; client_secret: string };
-      const tokenRes = await call(platform, 'POST', '/v1/operator/oauth/token', {
-        json: {
-          client_id: client.client_id,
-          client_secret: client.client_secret,
-          grant_type: 'client_credentials',
-        },
-      });
-      const token = tokenRes.body.access_token as string;
+      const token = await benchClient(platform, sandbox.operator_id);
       const res = await call(platform, 'POST', '/v1/operator/webhooks', {
         token,
         json: { url: `${receiver.url}/hook-${i}`, events: ['*'] },

@@ -90,8 +90,8 @@ export async function startWebhookReceiver(
   return {
     ca: tls.cert,
     tls: { cert: tls.cert, key: tls.key },
-    /** The receiver's certificate as a file, for `NODE_EXTRA_CA_CERTS` of a platform process. */
-    caPath: join(dir, 'tls', 'cert.pem'),
+    /** The receiver's own certificate as a file, for `NODE_EXTRA_CA_CERTS` (none with a shared one). */
+    caPath: sharedTls ? undefined : join(dir, 'tls', 'cert.pem'),
     get url() {
       return `https://127.0.0.1:${port}/hooks`;
     },

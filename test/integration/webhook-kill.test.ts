@@ -25,7 +25,7 @@ afterAll(async () => {
 describe('a platform killed mid-delivery', () => {
   it('loses no delivery', { timeout: 120_000 }, async () => {
     const dataDir = await dirs.make();
-    const env = { NODE_EXTRA_CA_CERTS: receiver.caPath };
+    const env = { NODE_EXTRA_CA_CERTS: receiver.caPath! };
     // The sandbox allows loopback receivers (--webhooks-allow-private).
     server = await spawnServe(['--data-dir', dataDir, '--env', 'sandbox'], { env });
     const ca = (await import('node:fs/promises')).readFile(server.certPath, 'utf8');
