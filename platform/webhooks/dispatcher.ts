@@ -186,7 +186,8 @@ export function createWebhookDispatcher(opts: DispatcherOptions) {
         await passing;
         const claimed = await pass();
         if (attempts.size > 0) await Promise.allSettled([...attempts]);
-        else if (claimed === 0) return;
+        // A pass woken meanwhile may hold claims whose attempts have not started yet: only done once none runs.
+        else if (claimed === 0 && !passing) return;
       }
     },
     /** Attempts running now, and counts since start: delivered, failed, deliveries given up, endpoints disabled. */
