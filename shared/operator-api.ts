@@ -251,3 +251,8 @@ export const EnergySeries = z.object({
 });
 
 export const EventsQuery = z.strictObject({ ...PageQuery });
+
+// GET /v1/operator/devices/{device_id}/commands: newest first, optionally of one status.
+export const DeviceCommandsQuery = z.strictObject({ status: CommandStatus.optional(), ...PageQuery });
+export type DeviceCommandsQuery = z.infer<typeof DeviceCommandsQuery>;
+export const DeviceCommandsPage = pageOf(CommandView);

@@ -6,6 +6,9 @@ import {
   CommandView,
   type CommandView as CommandViewType,
   ConnectorParams,
+  DeviceCommandsPage,
+  DeviceCommandsQuery,
+  DeviceParams,
   DischargeRequest,
   QueuedCommand,
   ScheduleDeleted,
@@ -50,7 +53,7 @@ export function commandView(c: CommandRow, history: readonly CommandHistoryRow[]
 const expiry = (kind: keyof typeof COMMAND_EXPIRY_SECONDS, t: number) =>
   t + COMMAND_EXPIRY_SECONDS[kind] * 1000;
 
-/** Commands to one charger: following and cancelling them, stop/start/discharge, schedules. */
+/** Commands to one charger: listing, following and cancelling them, stop/start/discharge, schedules. */
 export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
   const { visibleDevice, visibleConnector } = operatorAccess(ctx);
 
@@ -91,6 +94,27 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ params, request }) => {
         const found = await visibleCommand(request, params.command_id);
         return commandView(found.command, found.history);
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/operator/devices/:device_id/commands',
+      summary: 'The commands sent to a charger with their statuses, newest first',
+      description:
+        'Every command of the charger, whichever client or flexibility control queued it, by creation time ' +
+        'then command_id, both descending; optionally only those in one status. Each item is what ' +
+        'GET /v1/operator/commands/{command_id} answers.',
+      tag: 'operator',
+      auth: read,
+      rate: 'operatorQuery',
+      params: DeviceParams,
+      query: DeviceCommandsQuery,
+      response: DeviceCommandsPage,
+      errors: [404],
+      handler: async ({ params, query, request }) => {
+        const device = await visibleDevice(request, params.device_id);
+        const page = await ctx.commands.listOfDevice(device.device_id, query);
+        return { ...page, items: page.items.map((c) => commandView(c.command, c.history)) };
       },
     }),
     route({

@@ -1,9 +1,12 @@
+import type { DeviceCommandsQuery } from '../../shared/index.js';
 import type { CommandNotifier } from '../command-notifier.js';
 import type { PlatformEvents } from '../platform-events.js';
 import type {
   CommandRow,
+  CommandWithHistory,
   ControlRow,
   NewCommand,
+  Page,
   ScheduleRow,
   StatusReportOutcome,
   Store,
@@ -90,6 +93,13 @@ export function createCommandService(deps: CommandServiceDeps) {
     takePending(deviceId: string, nowMs: number) {
       const events = deps.events();
       return store.takePendingCommands(deviceId, nowMs, (c) => events.commandStatus(c, c.updated_ms));
+    },
+    /**
+     * A page of a device's commands, whoever queued them (flexibility controls included), newest first, each
+     * with its history. A read: nothing to wake or publish. The caller has checked the device is visible.
+     */
+    listOfDevice(deviceId: string, query: DeviceCommandsQuery): Promise<Page<CommandWithHistory>> {
+      return store.listDeviceCommands(deviceId, query);
     },
     /** The sweep: commands past their expiry, and controls whose window has ended. */
     async sweep(nowMs: number): Promise<void> {

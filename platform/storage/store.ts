@@ -4,6 +4,7 @@ import type {
   ChargingSchedule,
   CommandName,
   CommandStatus,
+  DeviceCommandsQuery,
   HeartbeatStatus,
   PendingCommand,
   Scope,
@@ -125,6 +126,11 @@ export interface CommandHistoryRow {
   status: CommandStatus;
   at_ms: number;
   reason: string | null;
+}
+/** A command with every status change it went through, oldest first. */
+export interface CommandWithHistory {
+  command: CommandRow;
+  history: CommandHistoryRow[];
 }
 export type StatusReportOutcome =
   | { outcome: 'not_found' }
@@ -251,7 +257,12 @@ export interface CommandRepository {
   ): Promise<PendingCommand[]>;
   saveSchedule(row: ScheduleRow, command: NewCommand): Promise<CommandRow>;
   createControl(control: ControlRow, commands: readonly NewCommand[]): Promise<CommandRow[]>;
-  getCommand(commandId: string): Promise<{ command: CommandRow; history: CommandHistoryRow[] } | undefined>;
+  getCommand(commandId: string): Promise<CommandWithHistory | undefined>;
+  /**
+   * A page of a device's commands (whoever queued them), newest first: by creation time, then command id, both
+   * descending (byte-wise), so that pages do not shift between equal times. `status` keeps only that status.
+   */
+  listDeviceCommands(deviceId: string, query: DeviceCommandsQuery): Promise<Page<CommandWithHistory>>;
   reportCommandStatus(
     deviceId: string,
     commandId: string,

@@ -428,6 +428,107 @@ describe.each(BACKENDS)('command and history repositories on %s', (backend) => {
     });
   });
 
+  describe('a device’s commands', () => {
+    /** Newest first: creation time, then command id, both descending (byte-wise, as `<` compares them). */
+    const newestFirst = (a: CommandRow, b: CommandRow) =>
+      b.created_ms - a.created_ms || (a.command_id < b.command_id ? 1 : -1);
+    const ids = (page: { items: Array<{ command: CommandRow }> }) =>
+      page.items.map((i) => i.command.command_id);
+
+    it('lists only that device’s commands, newest first (equal times by id), each as getCommand answers it', async () => {
+      const rows: CommandRow[] = [];
+      // Out of creation order, with ties: neither insertion nor id order gives the expected one by chance.
+      for (const at of [T0 + 2_000, T0, T0 + 5_000, T0 + 2_000]) {
+        rows.push(...(await store.enqueueCommands([cmd('dev_1'), cmd('dev_1', { command: 'start' })], at)));
+      }
+      // Another client's command and a flexibility control's are the device's commands too.
+      rows.push(...(await store.enqueueCommands([cmd('dev_1', { client_id: 'cli_other' })], T0 + 1_000)));
+      rows.push(
+        ...(await store.createControl(control('ctl_1'), [
+          cmd('dev_1', { control_id: 'ctl_1', command: 'set_power_limit' }),
+        ])),
+      );
+      await store.enqueueCommands([cmd('dev_2'), cmd('dev_10')], T0 + 9_000);
+      const [moved] = rows;
+      await store.takePendingCommands('dev_1', T0 + 6_000);
+      await store.reportCommandStatus(
+        'dev_1',
+        moved?.command_id ?? '',
+        { status: 'failed', reason: 'no EV' },
+        T0 + 7_000,
+      );
+
+      const all = await store.listDeviceCommands('dev_1', { page: 1, size: 100 });
+      expect(all).toMatchObject({ total: 10, page: 1, size: 100 });
+      expect(ids(all)).toEqual([...rows].sort(newestFirst).map((r) => r.command_id));
+      for (const item of all.items) expect(item).toEqual(await store.getCommand(item.command.command_id));
+      const failed = all.items.find((i) => i.command.command_id === moved?.command_id);
+      expect(failed?.command).toMatchObject({ status: 'failed', reason: 'no EV', updated_ms: T0 + 7_000 });
+      expect(failed?.history.map((h) => [h.status, h.at_ms, h.reason])).toEqual([
+        ['queued', T0 + 2_000, null],
+        ['delivered', T0 + 6_000, null],
+        ['failed', T0 + 7_000, 'no EV'],
+      ]);
+      expect(all.items.find((i) => i.command.control_id === 'ctl_1')?.command.command).toBe(
+        'set_power_limit',
+      );
+
+      expect(await store.listDeviceCommands('dev_unknown', { page: 1, size: 20 })).toEqual({
+        total: 0,
+        page: 1,
+        size: 20,
+        items: [],
+      });
+    });
+
+    it('pages without gaps or repeats, and filters by status (counting only those)', async () => {
+      const rows: CommandRow[] = [];
+      for (let i = 0; i < 7; i++) {
+        // Pairs of equal times: page edges fall between commands created together.
+        rows.push(...(await store.enqueueCommands([cmd('dev_1')], T0 + Math.floor(i / 2) * 1_000)));
+      }
+      await store.enqueueCommands([cmd('dev_2')], T0);
+      const expected = [...rows].sort(newestFirst).map((r) => r.command_id);
+      const pages = [];
+      for (let page = 1; page <= 4; page++)
+        pages.push(await store.listDeviceCommands('dev_1', { page, size: 2 }));
+      expect(pages.map((p) => [p.total, p.page, p.size, p.items.length])).toEqual([
+        [7, 1, 2, 2],
+        [7, 2, 2, 2],
+        [7, 3, 2, 2],
+        [7, 4, 2, 1],
+      ]);
+      expect(pages.flatMap(ids)).toEqual(expected);
+      expect((await store.listDeviceCommands('dev_1', { page: 5, size: 2 })).items).toEqual([]);
+
+      // Statuses move: delivered (all), one accepted, one succeeded, one cancelled before delivery.
+      const [a, b, c, d] = rows as [CommandRow, CommandRow, CommandRow, CommandRow];
+      await store.cancelCommand(d.command_id, T0 + 5_000);
+      await store.takePendingCommands('dev_1', T0 + 6_000);
+      await store.reportCommandStatus('dev_1', a.command_id, { status: 'accepted' }, T0 + 7_000);
+      await store.reportCommandStatus('dev_1', b.command_id, { status: 'succeeded' }, T0 + 7_000);
+      await store.reportCommandStatus('dev_1', c.command_id, { status: 'accepted' }, T0 + 7_000);
+      const of = (status: CommandRow['status'], page = 1, size = 20) =>
+        store.listDeviceCommands('dev_1', { status, page, size });
+      const accepted = await of('accepted');
+      expect(accepted.total).toBe(2);
+      expect(ids(accepted)).toEqual([a, c].sort(newestFirst).map((r) => r.command_id));
+      expect(accepted.items.every((i) => i.command.status === 'accepted')).toBe(true);
+      expect(ids(await of('succeeded'))).toEqual([b.command_id]);
+      expect(ids(await of('cancelled'))).toEqual([d.command_id]);
+      const delivered = await of('delivered', 2, 2);
+      expect(delivered).toMatchObject({ total: 3, page: 2, size: 2 });
+      expect(ids(delivered)).toEqual(
+        rows
+          .filter((r) => ![a, b, c, d].includes(r))
+          .sort(newestFirst)
+          .slice(2)
+          .map((r) => r.command_id),
+      );
+      expect(await of('queued')).toEqual({ total: 0, page: 1, size: 20, items: [] });
+    });
+  });
+
   describe('device history', () => {
     const event = (id: string, tsMs: number, extra: Record<string, unknown> = {}) => ({
       event_id: id,

@@ -11,6 +11,7 @@ import type {
   StatusReportOutcome,
 } from '../store.js';
 import type { PgDatabase, Sql } from './database.js';
+import { createPgDeviceCommands } from './device-commands.js';
 
 /** A `commands` row as PostgreSQL returns it (JSONB parsed, BIGINT as numbers), maybe with extra columns. */
 type RawCommand = CommandRow;
@@ -164,6 +165,7 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
     );
 
   return {
+    ...createPgDeviceCommands(db),
     async enqueueCommands(commands, nowMs) {
       return insertCommands(db, commands, nowMs);
     },

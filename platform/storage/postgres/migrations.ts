@@ -247,4 +247,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries(webhook_id, next_attempt_ms) WHERE state = 'pending';
   CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, created_ms DESC);
   `,
+  // 3: a device's commands newest first (GET /v1/operator/devices/{device_id}/commands, device-commands.ts),
+  // as SQLite's migration 6: ids in byte order, as the query sorts them; `status` for the status filter.
+  `
+  CREATE INDEX commands_by_device_newest
+    ON commands(device_id, created_ms DESC, command_id COLLATE "C" DESC) INCLUDE (status);
+  `,
 ];

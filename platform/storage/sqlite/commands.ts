@@ -13,10 +13,15 @@ import type {
   StatusReportOutcome,
 } from '../store.js';
 import { iso } from './database.js';
+import { createSqliteDeviceCommands } from './device-commands.js';
+import type { SqlReader } from './reader.js';
 import { type RawCommand, type RawControl, toCommand, toControl } from './rows.js';
 
-/** Commands, schedules and flexibility controls (DESIGN.md §5): every change one transaction. */
-export function createSqliteCommands(db: Database.Database): CommandRepository {
+/**
+ * Commands, schedules and flexibility controls (DESIGN.md §5): every change one transaction. The operator's
+ * list of a device's commands reads through `reader` (device-commands.ts).
+ */
+export function createSqliteCommands(db: Database.Database, reader: SqlReader): CommandRepository {
   const stmt = {
     insertCommand: db.prepare(
       `INSERT INTO commands (command_id, device_id, command, params, status, expiry_ms, created_ms, updated_ms,
@@ -25,8 +30,11 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
     insertHistory: db.prepare(
       'INSERT INTO command_history (command_id, status, at_ms, reason) VALUES (?, ?, ?, ?)',
     ),
+    // Pinned to the partial index of pending commands: the planner would otherwise take the (ordered) index
+    // of all a device's commands and walk its whole history on the charger path.
     pendingCommands: db.prepare(
-      `SELECT * FROM commands WHERE device_id = ? AND status IN ('queued', 'delivered') AND expiry_ms > ?
+      `SELECT * FROM commands INDEXED BY commands_pending
+       WHERE device_id = ? AND status IN ('queued', 'delivered') AND expiry_ms > ?
        ORDER BY created_ms, command_id`,
     ),
     markDelivered: db.prepare(
@@ -114,6 +122,7 @@ export function createSqliteCommands(db: Database.Database): CommandRepository {
     });
 
   return {
+    ...createSqliteDeviceCommands(reader),
     async enqueueCommands(commands, nowMs) {
       return db.transaction(() => insertCommandsNow(commands, nowMs)).immediate();
     },

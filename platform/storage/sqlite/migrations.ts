@@ -289,6 +289,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries(webhook_id, next_attempt_ms) WHERE state = 'pending';
   CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, created_ms DESC);
   `,
+  // 6: a device's commands newest first (GET /v1/operator/devices/{device_id}/commands, device-commands.ts):
+  // a page is one range of this index, not a scan of every command. `status` rides along so that the status
+  // filter is checked in the index.
+  `
+  CREATE INDEX commands_by_device_newest ON commands(device_id, created_ms DESC, command_id DESC, status);
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

@@ -5,7 +5,7 @@ import type Database from 'better-sqlite3';
 /**
  * Operator reads off the event loop that serves chargers (DESIGN.md §12): a worker thread with its own
  * read-only connection runs the read queries of the heavier operator endpoints (energy series, charging
- * records). The main thread keeps deciding what to read; only the SQL runs in the worker, so a year of a site's
+ * records, a device's commands). The main thread keeps deciding what to read; only the SQL runs in the worker, so a year of a site's
  * rollups takes its time there while heartbeats and telemetry keep being served.
  *
  * WAL mode lets the reader see every committed write, and never blocks a writer. Should the worker fail, reads

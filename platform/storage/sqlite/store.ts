@@ -81,7 +81,7 @@ export function createSqliteStore(
   const { directory, noteLocalChange } = createSqliteDirectory(db, keys, now, prepared);
   const devices = createSqliteDevices({ db, keys, now, prepared, records, noteLocalChange });
   const telemetry = createSqliteTelemetry(db, batcher, prepared);
-  const commands = createSqliteCommands(db);
+  const commands = createSqliteCommands(db, reader);
   const history = createSqliteDeviceHistory(db);
   const webhooks = createSqliteWebhooks(db);
 
