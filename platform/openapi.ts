@@ -159,6 +159,53 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
   },
   {
     method: 'GET',
+    url: '/dashboard',
+    operation: {
+      tags: ['system'],
+      summary: 'Operator dashboard (HTML; signs in with client credentials and uses this API and the stream)',
+      responses: {
+        '200': { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+        '304': { description: 'Not modified (If-None-Match)' },
+        '503': { $ref: '#/components/responses/E503' },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/dashboard/',
+    operation: {
+      tags: ['system'],
+      summary: 'Redirects to /dashboard',
+      responses: {
+        '301': { description: 'Moved to /dashboard', headers: { Location: { schema: { type: 'string' } } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/dashboard/assets/{name}',
+    operation: {
+      tags: ['system'],
+      summary:
+        "The dashboard's script and stylesheet, as `npm run build` made them (served by the platform itself)",
+      parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': {
+          description: 'The file',
+          content: {
+            'text/javascript': { schema: { type: 'string' } },
+            'text/css': { schema: { type: 'string' } },
+            'application/json': { schema: { type: 'object' } },
+          },
+        },
+        '304': { description: 'Not modified (If-None-Match)' },
+        '400': { $ref: '#/components/responses/E400' },
+        '404': { $ref: '#/components/responses/E404' },
+      },
+    },
+  },
+  {
+    method: 'GET',
     url: '/v1/openapi.json',
     operation: {
       tags: ['system'],

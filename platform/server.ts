@@ -15,6 +15,7 @@ import type { PlatformContext, PlatformOptions } from './context.js';
 import type { RedisLink } from './coordination/redis-link.js';
 import { shareThroughRedis } from './coordination/shared-state.js';
 import { installCors } from './cors.js';
+import { registerDashboard } from './dashboard-page.js';
 import { createStorageFaultLog, installErrorHandling } from './http-errors.js';
 import { createLiveness } from './liveness.js';
 import { createMetrics, type MetricsListener, serveMetrics } from './metrics.js';
@@ -297,6 +298,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     reply.type('application/json').send(openapi(request.headers.host)),
   );
   registerApiReference(app);
+  registerDashboard(app);
 
   // Several instances share one database: one of them sweeps at a time (an advisory lock on PostgreSQL). The
   // timer skips a turn while another sweep runs; `sweep()` asked for explicitly waits for it and runs its own.
