@@ -2,6 +2,13 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { databaseOption, integer } from './cli-options.js';
 import { parseCorsOrigin } from './cors.js';
 import {
+  DEFAULT_SIM_CHARGERS,
+  type SandboxFleet,
+  type SandboxFleetStart,
+  startSandboxFleet,
+} from './sandbox-fleet.js';
+import {
+  ConfigError,
   DEFAULT_METRICS_HOST,
   DEFAULT_METRICS_PORT,
   REDIS_ENV,
@@ -45,7 +52,10 @@ export function addServeCommand(program: Command): void {
     )
     .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
     .addOption(
-      new Option('--log-level <level>', 'log level')
+      new Option(
+        '--log-level <level>',
+        'log level (a sandbox running its simulated fleet: warn, unless given)',
+      )
         .choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
         .default('info'),
     )
@@ -89,7 +99,16 @@ export function addServeCommand(program: Command): void {
       integer(0, 65535),
       DEFAULT_METRICS_PORT,
     )
-    .action(async (o) => {
+    .option(
+      '--sim-chargers <n>',
+      `sandbox only: run N simulated chargers (the real agent on simulated hardware) against it (default ${DEFAULT_SIM_CHARGERS}; 0: none)`,
+      integer(0, 1_000),
+    )
+    .action(async (o, command: Command) => {
+      const simChargers = simulatedChargers(o);
+      // The chargers' requests would fill the terminal with request logs: unless asked, the sandbox logs warnings.
+      const logLevel =
+        simChargers > 0 && command.getOptionValueSource('logLevel') === 'default' ? 'warn' : o.logLevel;
       const running = await startServing({
         retention: {
           telemetryDays: o.retentionTelemetryDays,
@@ -108,32 +127,73 @@ export function addServeCommand(program: Command): void {
         selfSigned: o.selfSigned,
         registration: o.registration,
         tokenTtl: o.tokenTtl,
-        logLevel: o.logLevel,
+        logLevel,
         corsOrigins: o.corsOrigin,
         metricsHost: o.metricsHost,
         metricsPort: o.metricsPort,
         webhooksAllowPrivate: o.webhooksAllowPrivate,
       });
       let closing = false;
+      let fleet: SandboxFleet | undefined;
       const shutdown = (signal: string) => {
         if (closing) return;
         closing = true;
         process.stderr.write(`charger-platform: ${signal}, closing\n`);
-        running.close().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            process.stderr.write(
-              `charger-platform: closing failed: ${err instanceof Error ? err.message : String(err)}\n`,
-            );
-            process.exit(1);
-          },
-        );
+        // The chargers first, while the platform still answers their last reports and offline heartbeats.
+        (fleet?.stop() ?? Promise.resolve())
+          .then(() => running.close())
+          .then(
+            () => process.exit(0),
+            (err: unknown) => {
+              process.stderr.write(
+                `charger-platform: closing failed: ${err instanceof Error ? err.message : String(err)}\n`,
+              );
+              process.exit(1);
+            },
+          );
       };
       process.on('SIGTERM', () => shutdown('SIGTERM'));
       process.on('SIGINT', () => shutdown('SIGINT'));
+      let fleetStart: SandboxFleetStart | undefined;
+      if (simChargers > 0) {
+        fleet = startSandboxFleet({
+          count: simChargers,
+          platformUrl: localUrl(o.host, running.port),
+          caPath: running.tls.certPath,
+          dataDir: o.dataDir,
+          onOutput: (line) => process.stderr.write(`[sim-fleet] ${line}\n`),
+          onUnexpectedExit: (how) =>
+            process.stderr.write(
+              `warning: the simulated fleet ${how}; the platform keeps serving (restart the sandbox to start it again)\n`,
+            ),
+        });
+        fleetStart = await fleet.started;
+      }
       // The banner tells supervisors and tests that it serves: only once a signal would close it cleanly.
-      process.stderr.write(`${banner(running, o.env)}\n`);
+      if (!closing) process.stderr.write(`${banner(running, o.env, fleetStart)}\n`);
     });
+}
+
+/**
+ * `--sim-chargers`: the sandbox runs DEFAULT_SIM_CHARGERS unless told otherwise (DESIGN.md §16) — but not by
+ * default on one of several instances (`--redis`), which would each run the same chargers: give it to one of
+ * them. Production refuses the option whatever its value, before anything is written.
+ */
+function simulatedChargers(o: { env: string; simChargers?: number; redis?: string }): number {
+  if (o.env !== 'sandbox') {
+    if (o.simChargers !== undefined)
+      throw new ConfigError(
+        '--sim-chargers is for the sandbox (--env sandbox): production runs no simulated chargers',
+      );
+    return 0;
+  }
+  return o.simChargers ?? (o.redis ? 0 : DEFAULT_SIM_CHARGERS);
+}
+
+/** The platform's address as a charger on this machine reaches it: a wildcard listener through the loopback. */
+function localUrl(host: string, port: number): string {
+  const local = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return `https://${local.includes(':') ? `[${local}]` : local}:${port}`;
 }
 
 /** `--cors-origin`: repeatable, each value one origin or several separated by commas. */
@@ -148,13 +208,20 @@ function corsOrigins(value: string, previous: string[]): string[] {
   }
 }
 
-function banner(running: RunningPlatform, env: string): string {
+function banner(running: RunningPlatform, env: string, fleet: SandboxFleetStart | undefined): string {
   const lines = [
     `charger-platform ${env} listening on ${running.url}`,
     `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
   ];
   if (running.redis) lines.push(`instance ${running.instanceId}, sharing state through ${running.redis}`);
   if (running.metricsUrl) lines.push(`Prometheus metrics on ${running.metricsUrl}`);
+  lines.push(`Dashboard: ${running.url}/dashboard (sign in with an API client's id and secret)`);
+  if (fleet?.ok)
+    lines.push(
+      `Simulated fleet: ${fleet.count} chargers (${fleet.v2gChargers} V2G) running the real agent; --sim-chargers 0 turns it off`,
+    );
+  else if (fleet)
+    lines.push(`Simulated fleet: not started (${fleet.reason}); the platform serves without it`);
   const sb = running.sandbox;
   if (sb) {
     lines.push(
@@ -170,8 +237,13 @@ function banner(running: RunningPlatform, env: string): string {
       `    | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
       `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" ${running.url}/v1/operator/devices/${sb.exampleDeviceId}`,
       `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" "${running.url}/v1/operator/charging-records?size=5"`,
-      '',
     );
+    // The seeded chargers are offline; the simulated ones are the ones that answer commands.
+    if (fleet?.ok)
+      lines.push(
+        `  curl -s --cacert ${running.tls.certPath} -H "authorization: Bearer $TOKEN" "${running.url}/v1/operator/devices?status=online"`,
+      );
+    lines.push('');
   }
   return lines.join('\n');
 }

@@ -30,6 +30,10 @@ function mulberry32(seed: number): () => number {
   };
 }
 
+const SEED_STEP_MS = 5 * 60_000;
+const SEED_STEP_HOURS = SEED_STEP_MS / 3_600_000;
+const SEED_SAMPLES = 86_400_000 / SEED_STEP_MS;
+
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: number): Promise<SandboxInfo> {
@@ -96,13 +100,14 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
     const deviceId = outcome.device.device_id;
     deviceIds.push(deviceId);
 
-    // 24 hours of telemetry every 15 minutes per connector, ending with the live state.
+    // 24 hours of telemetry every 5 minutes per connector (the energy rollups integrate gaps of at most 5 minutes,
+    // domain/energy.ts), ending idle (the seeded chargers are offline).
     for (const connector_id of [1, 2]) {
       const telemetry: TelemetryRecord[] = [];
       let soc = 20 + Math.floor(rand() * 30);
       let energy = 0;
-      for (let k = 96; k >= 0; k--) {
-        const ts = nowMs - k * 15 * 60_000;
+      for (let k = SEED_SAMPLES; k >= 0; k--) {
+        const ts = nowMs - k * SEED_STEP_MS;
         const charging = rand() < 0.45 && soc < 95;
         const discharging = !charging && spec.v2g && rand() < 0.1 && soc > 40;
         const power = charging
@@ -111,15 +116,31 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
             ? -round(spec.power * 0.5)
             : 0;
         if (charging) {
-          energy = round(energy + power / 4, 3);
-          soc = Math.min(100, soc + Math.round(power / 4 / 0.6));
+          energy = round(energy + power * SEED_STEP_HOURS, 3);
+          soc = Math.min(100, soc + Math.round((power * SEED_STEP_HOURS) / 0.6));
         } else if (discharging) {
-          soc = Math.max(0, soc + Math.round(power / 4 / 0.6));
+          soc = Math.max(0, soc + Math.round((power * SEED_STEP_HOURS) / 0.6));
         } else if (rand() < 0.1) {
           energy = 0;
           soc = 15 + Math.floor(rand() * 40);
         }
         const voltage = round(225 + rand() * 10, 1);
+        const temperature = round(18 + rand() * 15, 1);
+        if (k === 0) {
+          // The last report before the charger went offline ends its session: an offline charger's connectors
+          // read `unavailable` (DESIGN.md §7), and their last readings must not show power still flowing.
+          telemetry.push({
+            timestamp: new Date(ts).toISOString(),
+            connector_id,
+            state: 'idle',
+            voltage,
+            current: 0,
+            power: 0,
+            energy_delivered: 0,
+            temperature,
+          });
+          continue;
+        }
         telemetry.push({
           timestamp: new Date(ts).toISOString(),
           connector_id,
@@ -129,7 +150,7 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
           power,
           energy_delivered: energy,
           soc,
-          temperature: round(18 + rand() * 15, 1),
+          temperature,
         });
       }
       await store.recordTelemetry(deviceId, telemetry, nowMs);

@@ -56,6 +56,9 @@ export async function startBenchPlatform(
     : [];
   // Several bench platforms run at once (bench:instances): each gets a metrics port of its own.
   const metricsPort = await freeLoopbackPort();
+  // A sandbox would run its simulated fleet too (DESIGN.md §16): a benchmark measures its own load alone.
+  const sandbox = extraArgs.some((a, i) => a === '--env' && extraArgs[i + 1] === 'sandbox');
+  const noFleet = sandbox && !extraArgs.includes('--sim-chargers') ? ['--sim-chargers', '0'] : [];
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -74,6 +77,7 @@ export async function startBenchPlatform(
       '--metrics-port',
       String(metricsPort),
       ...extraArgs,
+      ...noFleet,
     ],
     { stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'], env },
   );

@@ -4,7 +4,10 @@
  *   charger-sim fleet --platform-url URL [--ca FILE] --count N [--duration SECONDS] [--data-dir DIR] [--json]
  *                     [--seed N] [--ramp SECONDS] [--all-charging] [--v2g-share F] [--outage-share F]
  *                     [--telemetry-interval SECONDS] [--heartbeat-interval SECONDS] [--log-level L] [--strict]
- *                     [--workers N]
+ *                     [--workers N] [--pace realistic|sandbox]
+ *
+ * Started with an IPC channel (the sandbox's fleet), it reports its start and stops when its parent goes away
+ * (`parent-link.ts`).
  *
  * Exit codes: 0 the run had no errors; 1 it had errors (what counts: fleet-stats.ts, docs/simulators.md);
  * 2 usage error. SIGINT/SIGTERM stop early, gracefully; a second one exits at once with 1.
@@ -12,14 +15,17 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, Option } from 'commander';
+import { FLEET_PACES, type FleetPace } from './fleet-mix.js';
 import {
   type FleetLogLevel,
   type FleetOptions,
   FleetOptionsError,
   type FleetSummary,
+  fleetPlan,
   runFleet,
 } from './fleet-runner.js';
 import { type FleetHandle, runFleetInWorkers } from './fleet-workers.js';
+import { linkToParent } from './parent-link.js';
 import { formatSummary, startProgressLine } from './progress-line.js';
 
 export const EXIT_OK = 0;
@@ -45,6 +51,7 @@ interface FleetFlags {
   logLevel?: FleetLogLevel;
   strict?: boolean;
   workers?: string;
+  pace?: FleetPace;
 }
 
 function seconds(flag: string, value: string | undefined): number | undefined {
@@ -111,6 +118,7 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
     ...(heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs } : {}),
     ...(flags.logLevel ? { logLevel: flags.logLevel } : {}),
     ...(flags.strict ? { strict: true } : {}),
+    ...(flags.pace ? { pace: flags.pace } : {}),
   };
   const fleet: FleetHandle =
     workers > 1 ? await runFleetInWorkers(options, workers) : await runFleet(options);
@@ -130,9 +138,19 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const unlink = linkToParent(
+    {
+      type: 'fleet_started',
+      seed: fleet.seed,
+      count,
+      v2g_chargers: fleetPlan(options, fleet.seed).filter((plan) => plan.v2g).length,
+    },
+    () => void fleet.stop(),
+  );
 
   const summary: FleetSummary = await fleet.done;
   stopProgress?.();
+  unlink();
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary));
@@ -173,6 +191,12 @@ export function addFleetCommand(program: Command, onExit: (code: number) => void
     )
     .option('--strict', 'count retried 429s and recovered transient failures as errors too')
     .option('--workers <n>', 'split the chargers over N worker threads (default 1: the main thread)')
+    .addOption(
+      new Option(
+        '--pace <pace>',
+        'how fast vehicles come and go: realistic (hours) or sandbox (minutes, and at least one V2G charger)',
+      ).choices(FLEET_PACES),
+    )
     .action(async (flags: FleetFlags) => {
       try {
         onExit(await fleetCommand(flags));

@@ -12,6 +12,7 @@
  * - Network outages: exactly round(count × outageShare) chargers (default 5 %) lose their network once, for a
  *   while (see `outageWindowFor`).
  * - Start: charger n starts at n × ramp / count, so registration does not stampede.
+ * - Pace (`FleetPace`): `sandbox` makes vehicles come and go within minutes (`paceHalOptions`).
  */
 import { BATTERY_CAPACITIES_KWH, ONBOARD_CHARGER_KW } from '../ev-model.js';
 import { createSeededRandom, pickOne, type RandomSource, uniformBetween } from '../seeded-random.js';
@@ -37,6 +38,8 @@ export interface MixOptions {
   outageWindow?: OutageWindowOptions;
   /** Share of twin-connector chargers; default 0.4. */
   twinShare?: number;
+  /** At least this many V2G chargers, whatever round(count × v2gShare) gives (at most count); default 0. */
+  minV2g?: number;
 }
 
 export interface ChargerPlan {
@@ -87,7 +90,7 @@ export function outageWindowFor(durationMs: number | undefined, rampMs: number):
 export function planFleet(options: MixOptions): ChargerPlan[] {
   const { count, seed, rampMs } = options;
   const random = createSeededRandom(seed);
-  const v2g = pickIndices(random, count, Math.round(count * options.v2gShare));
+  const v2g = pickIndices(random, count, Math.max(options.minV2g ?? 0, Math.round(count * options.v2gShare)));
   const outages = pickIndices(random, count, Math.round(count * options.outageShare));
   const window = options.outageWindow ?? outageWindowFor(options.durationMs, rampMs);
   const twinShare = options.twinShare ?? 0.4;
@@ -114,6 +117,24 @@ export function planFleet(options: MixOptions): ChargerPlan[] {
     plans.push(plan);
   }
   return plans;
+}
+
+/**
+ * How fast vehicles come and go. `realistic` (the default): the simulated HAL's own model above, a day's
+ * rhythm. `sandbox`: an evaluation's pace, so that a handful of chargers shows sessions starting and ending,
+ * status changes and new charging records within minutes — three in four connectors have a car at the start,
+ * a free connector waits 2 min on average for the next one, a car stays 2 to 8 min (about seven in ten
+ * connectors busy at any time); and at least one V2G charger, unless the V2G share is 0 (`fleet-runner.ts`).
+ */
+export const FLEET_PACES = ['realistic', 'sandbox'] as const;
+export type FleetPace = (typeof FLEET_PACES)[number];
+
+const MINUTE_MS = 60_000;
+
+/** The simulated-HAL options of a pace; explicit `hal` options (`FleetOptions.hal`) win over them. */
+export function paceHalOptions(pace: FleetPace): Partial<SimulatedHalOptions> {
+  if (pace === 'realistic') return {};
+  return { initialOccupancy: 0.75, meanVacancyMs: 2 * MINUTE_MS, dwellMs: [2 * MINUTE_MS, 8 * MINUTE_MS] };
 }
 
 export interface HalMode {

@@ -28,8 +28,11 @@ import { createSimulatedHal, type SimulatedHal, type SimulatedHalOptions } from 
 import { type ChargerLink, type ChargerLinkState, createChargerLink } from './charger-link.js';
 import {
   type ChargerPlan,
+  FLEET_PACES,
+  type FleetPace,
   halOptionsFor,
   type OutageWindowOptions,
+  paceHalOptions,
   planFleet,
   tirelessVehicle,
 } from './fleet-mix.js';
@@ -69,6 +72,8 @@ export interface FleetOptions {
   rampMs?: number;
   /** Every connector has a car that charges continuously (load benchmarks). */
   allCharging?: boolean;
+  /** How fast vehicles come and go (`fleet-mix.ts`); default `realistic`. `sandbox`: within minutes. */
+  pace?: FleetPace;
   /** Share of V2G chargers, 0..1; default 0.2. */
   v2gShare?: number;
   /** Share of chargers that lose their network once during the run, 0..1; default 0.05. */
@@ -309,6 +314,27 @@ export function checkOptions(options: FleetOptions): void {
     throw new FleetOptionsError('--seed must be a whole number ≥ 0');
   share('--v2g-share', options.v2gShare, 0.2);
   share('--outage-share', options.outageShare, 0.05);
+  if (options.pace !== undefined && !FLEET_PACES.includes(options.pace))
+    throw new FleetOptionsError(`--pace must be one of ${FLEET_PACES.join(', ')}`);
+}
+
+/**
+ * The whole fleet's plan for `seed` (every slice's too): who has how many connectors, which are V2G, when each
+ * starts and loses its network. Also what `charger-sim fleet` reports to a parent process (`parent-link.ts`).
+ */
+export function fleetPlan(options: FleetOptions, seed: number): ChargerPlan[] {
+  const v2gShare = share('--v2g-share', options.v2gShare, 0.2);
+  return planFleet({
+    count: options.count,
+    seed,
+    rampMs: options.rampMs ?? options.count * DEFAULT_RAMP_MS_PER_CHARGER,
+    v2gShare,
+    // The sandbox's pace promises a V2G charger to try discharge on, however few chargers it runs.
+    minV2g: options.pace === 'sandbox' && v2gShare > 0 ? 1 : 0,
+    outageShare: share('--outage-share', options.outageShare, 0.05),
+    ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
+    ...(options.outageWindow ? { outageWindow: options.outageWindow } : {}),
+  });
 }
 
 interface LogCounts {
@@ -406,15 +432,8 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   const rampMs = options.rampMs ?? options.count * DEFAULT_RAMP_MS_PER_CHARGER;
   const allCharging = options.allCharging ?? false;
   const slice = options.slice;
-  const plans = planFleet({
-    count: options.count,
-    seed,
-    rampMs,
-    v2gShare: share('--v2g-share', options.v2gShare, 0.2),
-    outageShare: share('--outage-share', options.outageShare, 0.05),
-    ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
-    ...(options.outageWindow ? { outageWindow: options.outageWindow } : {}),
-  }).filter((plan) => !slice || plan.index % slice.of === slice.index);
+  const plans = fleetPlan(options, seed).filter((plan) => !slice || plan.index % slice.of === slice.index);
+  const halOverrides = { ...paceHalOptions(options.pace ?? 'realistic'), ...options.hal };
   /** The chargers this call runs: all of them, or its slice. */
   const count = plans.length;
 
@@ -497,7 +516,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
       // themselves, so a finer tick would only cost CPU (vehicles arriving, leaving or faulting are noticed
       // within one tick).
       tickIntervalMs: telemetryMs,
-      ...halOptionsFor(plan, { allCharging, ...(options.hal ? { overrides: options.hal } : {}) }),
+      ...halOptionsFor(plan, { allCharging, overrides: halOverrides }),
       timers: wheel,
     });
     state.hal = hal;

@@ -128,7 +128,9 @@ const METRICS_LINE = /Prometheus metrics on (http:\/\/\S+)\n/;
 /**
  * Starts `serve` and resolves once its banner is printed. `--port 0 --log-level warn --metrics-port 0` are added
  * unless `args` name a port, a log level or a metrics port (so that parallel tests do not compete for the metrics
- * listener's default port). Rejects (with the captured stderr) if the process exits first.
+ * listener's default port); in the sandbox `--sim-chargers 0` too, unless `args` name it (a test sees the seeded
+ * data alone unless it asks for the simulated fleet). Rejects (with the captured stderr) if the process exits
+ * first.
  */
 export async function spawnServe(
   args: string[],
@@ -139,6 +141,8 @@ export async function spawnServe(
   if (!args.includes('--port')) full.push('--port', '0');
   if (!args.includes('--log-level')) full.push('--log-level', 'warn');
   if (!args.includes('--metrics-port')) full.push('--metrics-port', '0');
+  const sandbox = args.some((a, i) => a === '--env' && args[i + 1] === 'sandbox');
+  if (sandbox && !args.includes('--sim-chargers')) full.push('--sim-chargers', '0');
   const metricsPort = full[full.indexOf('--metrics-port') + 1];
   const child = spawn(process.execPath, [PLATFORM_CLI, ...full], {
     cwd: REPO_ROOT,

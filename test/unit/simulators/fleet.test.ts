@@ -7,7 +7,13 @@ import {
   createChargerLink,
   issuedAtOf,
 } from '../../../simulators/fleet/charger-link.js';
-import { halOptionsFor, outageWindowFor, planFleet } from '../../../simulators/fleet/fleet-mix.js';
+import {
+  halOptionsFor,
+  outageWindowFor,
+  paceHalOptions,
+  planFleet,
+} from '../../../simulators/fleet/fleet-mix.js';
+import { fleetPlan } from '../../../simulators/fleet/fleet-runner.js';
 import {
   type ChargerTally,
   classifyFailure,
@@ -157,6 +163,28 @@ describe('fleet: the mix', () => {
       dwellMs: [1, 2],
       seed: plan!.seed,
     });
+  });
+
+  it('the sandbox pace: cars within minutes and a V2G charger however few chargers, unless the share is 0', () => {
+    expect(paceHalOptions('realistic')).toEqual({});
+    expect(paceHalOptions('sandbox')).toEqual({
+      initialOccupancy: 0.75,
+      meanVacancyMs: 120_000,
+      dwellMs: [120_000, 480_000],
+    });
+    const base = { platformUrl: 'https://127.0.0.1:8443', seed: 3 };
+    // round(count × 0.2) is 0 for one or two chargers.
+    for (const count of [1, 2]) {
+      expect(fleetPlan({ ...base, count }, 3).filter((p) => p.v2g)).toHaveLength(0);
+      expect(fleetPlan({ ...base, count, pace: 'sandbox' }, 3).filter((p) => p.v2g)).toHaveLength(1);
+      expect(
+        fleetPlan({ ...base, count, pace: 'sandbox', v2gShare: 0 }, 3).filter((p) => p.v2g),
+      ).toHaveLength(0);
+    }
+    // Where round(count × share) gives more, the pace changes nothing.
+    expect(fleetPlan({ ...base, count: 20, pace: 'sandbox' }, 3)).toEqual(
+      fleetPlan({ ...base, count: 20 }, 3),
+    );
   });
 });
 

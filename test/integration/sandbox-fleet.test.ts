@@ -1,0 +1,268 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pollUntil, runCli, type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
+import { type HttpClient, httpClient, operatorToken } from '../helpers/platform.js';
+
+/**
+ * The live sandbox (DESIGN.md §16, issue 18): `serve --env sandbox` runs a simulated fleet — `charger-sim fleet`,
+ * the real agent on the simulated HAL, as a child process — against itself. Checked as an operator sees it,
+ * through the operator API over HTTPS on the built program: the chargers come online, report, carry out a stop,
+ * keep their identities over a restart, and leave no process behind.
+ */
+
+const dirs = tempDirs('cp-sandbox-fleet-');
+const running: ServeProcess[] = [];
+const clients: HttpClient[] = [];
+const FLEET_LINE =
+  'Simulated fleet: 3 chargers (1 V2G) running the real agent; --sim-chargers 0 turns it off';
+
+interface ConnectorView {
+  connector_id: number;
+  status: string;
+  power?: number;
+  v2g_capable?: boolean;
+}
+interface DeviceView {
+  device_id: string;
+  sn: string;
+  status: string;
+  connectors: ConnectorView[];
+}
+
+async function serve(args: string[]): Promise<ServeProcess> {
+  const s = await spawnServe(args);
+  running.push(s);
+  return s;
+}
+
+async function connect(s: ServeProcess): Promise<{ http: HttpClient; token: string }> {
+  const http = httpClient(s.url, await readFile(s.certPath, 'utf8'));
+  clients.push(http);
+  return { http, token: await operatorToken(http, s.clientId!, s.clientSecret!) };
+}
+
+/** Every device the sandbox client sees (one page: the seed's five and the simulated ones). */
+async function devices(http: HttpClient, token: string): Promise<DeviceView[]> {
+  const res = await http.get('/v1/operator/devices?size=100', { token });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data.items as DeviceView[];
+}
+
+const simulated = (list: DeviceView[]) => list.filter((d) => d.sn.startsWith('SIM-'));
+
+/** Child processes of `pid`, from /proc (`ppid` is the 4th field of `stat`, after the parenthesised name). */
+function childPids(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) children.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return children;
+}
+
+/** Running (a zombie is not: it has exited and waits to be reaped). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  for (const s of running) s.kill();
+  await Promise.all(running.map((s) => s.exited));
+  await dirs.removeAll();
+});
+
+describe('serve --sim-chargers', () => {
+  it.each(['2', '0'])(
+    'production refuses --sim-chargers %s with a usage error, before anything is written',
+    async (n) => {
+      const dir = join(await dirs.make(), 'never-created');
+      const res = await runCli([
+        'serve',
+        '--data-dir',
+        dir,
+        '--env',
+        'production',
+        '--self-signed',
+        '--sim-chargers',
+        n,
+      ]);
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim().split('\n')).toEqual([
+        'charger-platform: --sim-chargers is for the sandbox (--env sandbox): production runs no simulated chargers',
+      ]);
+      expect(existsSync(dir)).toBe(false);
+    },
+  );
+
+  it('--sim-chargers 0 runs no fleet and the banner says nothing of one', async () => {
+    const dir = await dirs.make();
+    const s = await serve(['--data-dir', dir, '--env', 'sandbox', '--sim-chargers', '0']);
+    expect(s.stderr()).not.toContain('Simulated fleet');
+    expect(childPids(s.child.pid!)).toEqual([]);
+    expect(existsSync(join(dir, 'sim-chargers'))).toBe(false);
+    expect(await s.stop()).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('serve --env sandbox --sim-chargers 3', () => {
+  let dir: string;
+  let first: ServeProcess;
+  let http: HttpClient;
+  let token: string;
+  let fleetPid: number;
+  let deviceCount: number;
+  let simIds: string[];
+
+  beforeAll(async () => {
+    dir = await dirs.make();
+    first = await serve(['--data-dir', dir, '--env', 'sandbox', '--sim-chargers', '3']);
+    ({ http, token } = await connect(first));
+  });
+
+  it('the banner names the fleet, which runs as one child process', () => {
+    expect(first.stderr()).toContain(FLEET_LINE);
+    const children = childPids(first.child.pid!);
+    expect(children).toHaveLength(1);
+    fleetPid = children[0]!;
+  });
+
+  it("the chargers come online within seconds, in the sandbox operator's devices, one of them V2G", async () => {
+    const list = await pollUntil(
+      () => devices(http, token),
+      (l) => simulated(l).filter((d) => d.status === 'online').length === 3,
+      15_000,
+      1_000,
+    );
+    const sims = simulated(list);
+    expect(sims.map((d) => d.status)).toEqual(['online', 'online', 'online']);
+    expect(sims.filter((d) => d.connectors.every((c) => c.v2g_capable))).toHaveLength(1);
+    simIds = sims.map((d) => d.device_id).sort();
+    deviceCount = list.length;
+  });
+
+  it('telemetry arrives: cars are charging, with power', async () => {
+    const list = await pollUntil(
+      () => devices(http, token),
+      (l) =>
+        simulated(l).some((d) => d.connectors.some((c) => c.status === 'charging' && (c.power ?? 0) > 0)),
+      15_000,
+      1_000,
+    );
+    const charging = simulated(list).flatMap((d) =>
+      d.connectors.filter((c) => c.status === 'charging').map((c) => c.power),
+    );
+    expect(charging.length).toBeGreaterThan(0);
+    for (const power of charging) expect(power).toBeGreaterThan(0);
+  });
+
+  it('a stop sent to a charging connector is carried out within seconds', async () => {
+    const list = await devices(http, token);
+    const target = simulated(list)
+      .flatMap((d) => d.connectors.map((c) => ({ device: d.device_id, connector: c })))
+      .find(({ connector }) => connector.status === 'charging');
+    expect(target, 'a charging connector').toBeDefined();
+    const { device, connector } = target!;
+    const sent = await http.post(`/v1/operator/devices/${device}/connectors/${connector.connector_id}/stop`, {
+      token,
+      json: { reason: 'user_request' },
+    });
+    expect(sent.status, sent.text).toBe(200);
+    const commandId = sent.body.data.command_id as string;
+    const command = await pollUntil(
+      () => http.get(`/v1/operator/commands/${commandId}`, { token }),
+      (res) => res.body?.data?.status === 'succeeded',
+      10_000,
+      1_000,
+    );
+    expect(command.body.data.status, command.text).toBe('succeeded');
+    // The charger reports the change of state at once.
+    const after = await pollUntil(
+      () => http.get(`/v1/operator/devices/${device}`, { token }),
+      (res) => res.body?.data?.connectors?.[connector.connector_id - 1]?.status === 'idle',
+      10_000,
+      1_000,
+    );
+    expect(after.body.data.connectors[connector.connector_id - 1]).toMatchObject({
+      status: 'idle',
+      power: 0,
+    });
+  });
+
+  it('SIGTERM stops the fleet first, exits 0 and leaves no process behind', async () => {
+    expect(await first.stop()).toEqual({ code: 0, signal: null });
+    expect(alive(fleetPid)).toBe(false);
+    expect(first.stderr()).not.toMatch(/unhandled|uncaught/i);
+    // Each charger's store is kept in the data directory, as on a real charger.
+    expect(readdirSync(join(dir, 'sim-chargers')).sort()).toHaveLength(3);
+  });
+
+  describe('restarted on the same data directory', () => {
+    let second: ServeProcess;
+
+    beforeAll(async () => {
+      second = await serve(['--data-dir', dir, '--env', 'sandbox', '--sim-chargers', '3']);
+      ({ http, token } = await connect(second));
+    });
+
+    it('resumes the same chargers: no new registrations', async () => {
+      expect(second.stderr()).toContain(FLEET_LINE);
+      const list = await pollUntil(
+        () => devices(http, token),
+        (l) => simulated(l).filter((d) => d.status === 'online').length === 3,
+        15_000,
+        1_000,
+      );
+      expect(list).toHaveLength(deviceCount);
+      expect(
+        simulated(list)
+          .filter((d) => d.status === 'online')
+          .map((d) => d.device_id)
+          .sort(),
+      ).toEqual(simIds);
+    });
+
+    it('a crash of the fleet leaves the platform serving', async () => {
+      const [pid] = childPids(second.child.pid!);
+      expect(pid).toBeDefined();
+      process.kill(pid!, 'SIGKILL');
+      const warned = await pollUntil(
+        async () => second.stderr(),
+        (text) => text.includes('warning: the simulated fleet ended by SIGKILL'),
+        10_000,
+      );
+      expect(warned).toContain('the platform keeps serving');
+      expect((await http.get('/healthz')).status).toBe(200);
+      expect((await http.get('/v1/operator/devices?size=1', { token })).status).toBe(200);
+      expect(await second.stop()).toEqual({ code: 0, signal: null });
+    });
+  });
+
+  it('a platform killed outright (SIGKILL) does not leave its fleet behind: the fleet stops by itself', async () => {
+    const third = await serve(['--data-dir', dir, '--env', 'sandbox', '--sim-chargers', '3']);
+    const [pid] = childPids(third.child.pid!);
+    expect(pid).toBeDefined();
+    third.kill();
+    await third.exited;
+    // The fleet notices its IPC channel close, stops its chargers and exits.
+    const gone = await pollUntil(
+      async () => alive(pid!),
+      (running) => !running,
+      15_000,
+    );
+    expect(gone).toBe(false);
+  });
+});
