@@ -20,7 +20,8 @@ export class ApiError extends Error {
     const field = typeof this.details?.field === 'string' ? this.details.field : undefined;
     const retry = this.details?.retry_after_seconds;
     const parts = [this.message];
-    if (field) parts.push(`(field: ${field})`);
+    // The API's messages usually name the field already ("Invalid parameter duration: ...").
+    if (field && !this.message.includes(field)) parts.push(`(field: ${field})`);
     if (typeof retry === 'number') parts.push(`(retry after ${retry} s)`);
     if (this.code !== undefined) parts.push(`[${this.code}]`);
     return parts.join(' ');

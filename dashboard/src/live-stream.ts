@@ -13,6 +13,8 @@ export type LinkState =
   | 'elsewhere'
   /** 4401: the token expired. */
   | 'expired'
+  /** The client sees no site: nothing to follow. */
+  | 'no-sites'
   | 'closed';
 
 export interface LiveStream {
@@ -88,6 +90,12 @@ export function openLiveStream(token: string): LiveStream {
 
   return {
     subscribeSites(siteIds) {
+      if (siteIds.length === 0) {
+        sites = [];
+        socket?.close(1000);
+        socket = undefined;
+        return setState('no-sites');
+      }
       const same = siteIds.length === sites.length && siteIds.every((s, i) => s === sites[i]);
       if (same) return;
       sites = [...siteIds];

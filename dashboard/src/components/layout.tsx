@@ -9,6 +9,7 @@ const LINK_TEXT: Record<LinkState, string> = {
   reconnecting: 'reconnecting…',
   elsewhere: 'live updates open in another tab',
   expired: 'session expired',
+  'no-sites': 'no sites to follow',
   closed: 'offline',
 };
 

@@ -66,9 +66,11 @@ export function ScheduleForm({
         </label>
         <label>
           Type
-          <select name="type" defaultValue="daily">
+          <select name="type">
             <option value="once">once</option>
-            <option value="daily">daily</option>
+            <option value="daily" selected>
+              daily
+            </option>
             <option value="weekly">weekly</option>
           </select>
         </label>
@@ -99,7 +101,7 @@ export function ScheduleForm({
             </label>
             <label>
               Action
-              <select name={`action-${i}`} defaultValue="charge">
+              <select name={`action-${i}`}>
                 <option value="charge">charge</option>
                 <option value="discharge">discharge</option>
                 <option value="idle">idle</option>

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../../dashboard/src/api.js';
 import { csvField, RECORD_COLUMNS, recordsToCsv } from '../../../dashboard/src/csv.js';
 import { compact, newScheduleId, optionalNumber } from '../../../dashboard/src/form-values.js';
 import { ago, isoToLocalInput, localInputToIso } from '../../../dashboard/src/format.js';
@@ -91,5 +92,26 @@ describe('form values', () => {
     expect(ago('2026-11-25T09:59:48Z', now)).toBe('12 s ago');
     expect(ago('2026-11-25T09:56:00Z', now)).toBe('4 min ago');
     expect(ago(undefined, now)).toBe('—');
+  });
+});
+
+describe('API errors as the page shows them', () => {
+  it.each([
+    [new ApiError('Invalid client credentials', 401, 2001, undefined), 'Invalid client credentials [2001]'],
+    [
+      new ApiError('Invalid parameter duration: Invalid input', 400, 1001, { field: 'duration' }),
+      'Invalid parameter duration: Invalid input [1001]',
+    ],
+    [
+      new ApiError('Body is not valid', 400, 1001, { field: 'time_slots.0.end' }),
+      'Body is not valid (field: time_slots.0.end) [1001]',
+    ],
+    [
+      new ApiError('Rate limit exceeded', 429, 5001, { retry_after_seconds: 12 }),
+      'Rate limit exceeded (retry after 12 s) [5001]',
+    ],
+    [new ApiError('HTTP 502 Bad Gateway', 502, undefined, undefined), 'HTTP 502 Bad Gateway'],
+  ])('%#', (error, expected) => {
+    expect(error.describe()).toBe(expected);
   });
 });
