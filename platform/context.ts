@@ -7,6 +7,7 @@ import type { PlatformKeys } from './platform-keys.js';
 import type { PrincipalDirectory } from './principal-directory.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
 import type { CommandService } from './services/command-service.js';
+import type { DeviceSecretService } from './services/device-secret-service.js';
 import type { Store } from './storage/store.js';
 import type { WebhookEvents } from './webhooks/webhook-events.js';
 
@@ -30,6 +31,8 @@ export interface PlatformContext {
   notifier: CommandNotifier;
   /** Every command change; the one place that wakes long polls and publishes command events. */
   commands: CommandService;
+  /** Device token exchange and two-phase secret rotation (DESIGN.md §17). */
+  secrets: DeviceSecretService;
   metrics?: PlatformMetrics | undefined;
   events: PlatformEvents;
   /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */

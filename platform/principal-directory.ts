@@ -1,8 +1,8 @@
 import type { Store } from './storage/store.js';
 
 /**
- * What the hot path needs to know about devices and clients, in memory: a device's secret generation (token
- * revocation), its site and operator (tenancy of stream messages), and who must sign requests. Reloaded when
+ * What the hot path needs to know about devices and clients, in memory: a device's secret generation and the
+ * age of a pending rotation (token revocation), its site and operator (tenancy of stream messages), and who must sign requests. Reloaded when
  * another process (the admin CLI) or instance changes the database, which `store.externalChangeVersion()` tells
  * cheaply (SQLite's `data_version`, PostgreSQL's NOTIFY).
  */
@@ -10,6 +10,8 @@ export interface DeviceEntry {
   device_id: string;
   secret_gen: number;
   secret_sealed: string | null;
+  /** When a rotation's pending secret was created: past its grace, the current generation is revoked. */
+  pending_since_ms: number | null;
   require_signature: boolean;
   site_id: string | null;
   operator_id: string | null;

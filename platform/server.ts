@@ -33,6 +33,7 @@ import { deviceRoutes } from './routes/device-routes.js';
 import { answersWithin, healthRoutes } from './routes/health.js';
 import { operatorRoutes } from './routes/operator-routes.js';
 import { createCommandService } from './services/command-service.js';
+import { createDeviceSecretService } from './services/device-secret-service.js';
 import { storageFaultOf } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 import { createTelemetryStream } from './stream/telemetry-stream.js';
@@ -69,7 +70,10 @@ export interface Platform {
   context: PlatformContext;
   routes: readonly AnyRoute[];
   registeredRoutes: ReadonlyArray<{ method: string; url: string }>;
-  /** Expire overdue commands and complete ended controls now, after a sweep in progress (also runs on a timer). */
+  /**
+   * Expire overdue commands, complete ended controls and promote pending device secrets past their grace now,
+   * after a sweep in progress (also runs on a timer).
+   */
   sweep(): Promise<void>;
   webhooks: {
     /** Sends what is due now (by the platform's clock) and waits for the attempts. */
@@ -192,6 +196,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       events: () => context.events,
       controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
     }),
+    secrets: createDeviceSecretService({ store: opts.store, keys: opts.keys, directory, now }),
     liveness,
     events: noEvents,
     webhooks: webhooks.events,
@@ -302,7 +307,11 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
 
   // Several instances share one database: one of them sweeps at a time (an advisory lock on PostgreSQL). The
   // timer skips a turn while another sweep runs; `sweep()` asked for explicitly waits for it and runs its own.
-  const sweepUnlessRunning = () => opts.store.runAlone('sweep', () => context.commands.sweep(now()));
+  const sweepUnlessRunning = () =>
+    opts.store.runAlone('sweep', async () => {
+      await context.commands.sweep(now());
+      await context.secrets.promoteExpired(now());
+    });
   const sweep = async () => {
     while (!(await sweepUnlessRunning()).ran) await new Promise((r) => setTimeout(r, 20));
   };

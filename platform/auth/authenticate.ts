@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../../shared/index.js';
 import { errors } from '../api-error.js';
 import type { PlatformContext } from '../context.js';
+import { liveGeneration } from '../domain/secret-rotation.js';
 
 export interface OperatorPrincipal {
   clientId: string;
@@ -66,14 +67,19 @@ export function authenticateOperator(
   admit(principal);
 }
 
-/** A valid device token whose secret generation is still current (reset or rotation revokes it). */
+/**
+ * A valid device token whose secret generation is still live: a reset or a completed rotation revokes it, and
+ * so does the end of a rotation's grace, even before storage has promoted the pending secret.
+ */
 export function authenticateDevice(ctx: PlatformContext, request: FastifyRequest): void | Promise<void> {
-  const result = ctx.tokens.verifyDeviceToken(bearerToken(request.headers.authorization), ctx.now());
+  const nowMs = ctx.now();
+  const result = ctx.tokens.verifyDeviceToken(bearerToken(request.headers.authorization), nowMs);
   if (!result.ok)
     throw result.reason === 'expired' ? errors.tokenExpired() : errors.unauthorized('Invalid access token');
   const { sub, gen } = result.claims;
   const admit = () => {
-    if (ctx.directory.device(sub)?.secret_gen !== gen)
+    const entry = ctx.directory.device(sub);
+    if (!entry || liveGeneration(entry, nowMs) !== gen)
       throw errors.unauthorized('Device credentials were revoked');
     request.device = { deviceId: sub };
     ctx.liveness.markSeen(sub);

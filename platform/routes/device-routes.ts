@@ -25,11 +25,10 @@ import {
   UploadAccepted,
 } from '../../shared/index.js';
 import { errors } from '../api-error.js';
-import { secretsEqual, tokenTimes } from '../auth/access-tokens.js';
+import { tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, enforceRateLimit, route } from '../route-spec.js';
 
-const DUMMY_SECRET = 'x'.repeat(43);
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -83,19 +82,12 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [401, 429],
       handler: async ({ body, reply }) => {
         await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
-        const row = await ctx.store.getDevice(body.device_id);
-        const stored =
-          row?.registered && row.secret_sealed ? ctx.keys.openSecret(row.secret_sealed) : DUMMY_SECRET;
-        if (!secretsEqual(body.device_secret, stored) || !row?.registered) {
-          throw errors.unauthorized('Invalid device credentials');
-        }
+        // During a rotation's grace the old and the new secret both work; the new one retires the old.
+        const gen = await ctx.secrets.exchange(body.device_id, body.device_secret);
+        if (gen === undefined) throw errors.unauthorized('Invalid device credentials');
         const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
         const ttl = ctx.options.tokenTtlSeconds;
-        const access_token = ctx.tokens.issueDeviceToken({
-          sub: row.device_id,
-          gen: row.secret_gen,
-          ...times,
-        });
+        const access_token = ctx.tokens.issueDeviceToken({ sub: body.device_id, gen, ...times });
         return { access_token, token_type: 'Bearer' as const, expires_in: ttl };
       },
     }),
@@ -281,20 +273,22 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
     route({
       method: 'POST',
       url: '/v1/device/secret/rotate',
-      summary: 'Rotate the device secret',
+      summary: 'Rotate the device secret (two-phase)',
       description:
-        'Answers with a new secret. The old secret and every token issued with it stop working at once, so the ' +
-        'charger must store the new secret before anything else.',
+        'Answers with a new, pending secret. The old secret and the tokens issued with it keep working until the ' +
+        'charger obtains a token with the new secret at `POST /v1/device/token`, or until 24 hours have passed; ' +
+        'then the new secret is the only one and every token issued with the old one is revoked. Until then a ' +
+        'repeated request answers the same pending secret, so a charger that lost the answer asks again. Store ' +
+        'the new secret before using it, and keep the old one until the new one has worked.',
       tag: 'device',
       auth: device,
       rate: 'deviceReporting',
       response: SecretRotated,
       handler: async ({ request }) => {
         const id = deviceId(request);
-        const rotated = await ctx.store.rotateSecret(id);
-        if (!rotated) throw errors.unauthorized('Device credentials were revoked');
-        await ctx.directory.refreshDevice(id);
-        return { device_id: id, device_secret: rotated.secret, expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS };
+        const secret = await ctx.secrets.rotate(id);
+        if (secret === undefined) throw errors.unauthorized('Device credentials were revoked');
+        return { device_id: id, device_secret: secret, expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS };
       },
     }),
   ];

@@ -41,6 +41,9 @@ export interface DeviceRow {
   registered: boolean;
   secret_sealed: string | null;
   secret_gen: number;
+  /** A rotation's new secret, until it is used or its grace is over (domain/secret-rotation.ts). */
+  pending_secret_sealed: string | null;
+  pending_since_ms: number | null;
   last_seen_ms: number | null;
   last_heartbeat_ms: number | null;
   reported_status: HeartbeatStatus | null;
@@ -225,8 +228,34 @@ export interface DeviceRepository {
   ): Promise<Page<DeviceRow>>;
   countDevicesInSite(siteId: string): Promise<number>;
   deviceIdsInSite(siteId: string): Promise<string[]>;
-  /** New secret, new generation: the old secret and its tokens stop working at once. */
-  rotateSecret(deviceId: string): Promise<{ secret: string; generation: number } | undefined>;
+}
+
+/** What a rotation request is answered with (`DeviceSecretRepository.rotateSecret`). */
+export type SecretRotationOutcome =
+  /** The pending secret: new (`created`), or the one already pending, answered again. */
+  | { kind: 'pending'; secret: string; pending_since_ms: number; created: boolean }
+  /** A pending secret outlived its grace: the generation the request's token belongs to has ended. */
+  | { kind: 'expired' };
+
+/**
+ * Two-phase rotation of device secrets (DESIGN.md §17, rules in domain/secret-rotation.ts): each call is one
+ * transaction, so that instances racing on one device agree on a single pending secret and a single promotion.
+ */
+export interface DeviceSecretRepository {
+  /**
+   * Creates a pending secret for a registered device, or answers the one already pending while its grace
+   * lasts; the current secret is untouched. Undefined for a device that is unknown or not registered.
+   */
+  rotateSecret(deviceId: string, nowMs: number, graceMs: number): Promise<SecretRotationOutcome | undefined>;
+  /**
+   * Makes the pending secret sealed as `pendingSealed` the device's only secret, in the next generation (the
+   * old secret and every token of the old generation are revoked), and answers that generation. Also answers
+   * it when another request promoted the same secret first; undefined when `pendingSealed` is neither the
+   * device's pending nor its current secret any more (a reset came between).
+   */
+  promotePendingSecret(deviceId: string, pendingSealed: string): Promise<number | undefined>;
+  /** Promotes every pending secret created at or before `pendingSinceMs` (grace over); answers their devices. */
+  promoteExpiredSecrets(pendingSinceMs: number): Promise<string[]>;
 }
 
 /** Connectors and their live state, telemetry, heartbeats and liveness. */
@@ -354,7 +383,10 @@ export type {
   WebhookRow,
 } from './webhook-repository.js';
 
-/** Jobs that must run on one instance at a time (DESIGN.md §13): the sweep of commands and controls. */
+/**
+ * Jobs that must run on one instance at a time (DESIGN.md §13): the sweep of commands, controls and expired
+ * pending device secrets.
+ */
 export type ExclusiveJob = 'sweep';
 /** What `runAlone` answers: `run`'s value, or that another run of the job had it. */
 export type RunAloneOutcome<T> = { ran: true; value: T } | { ran: false };
@@ -380,6 +412,7 @@ export interface Maintenance {
  */
 export type Store = OperatorDirectory &
   DeviceRepository &
+  DeviceSecretRepository &
   TelemetryRepository &
   CommandRepository &
   ChargingRecordRepository &

@@ -356,24 +356,28 @@ describe('credential matrix: every endpoint × every wrong credential gets exact
     }
   });
 
-  it('a device token after its secret was rotated: 401/2001 on every device endpoint, the old secret too', async () => {
+  it('a device token after its secret was rotated and the new one used: 401/2001 on every device endpoint, the old secret too', async () => {
     const d = await newDevice(alpha, 'ROT');
     const rotated = await tp.http.post('/v1/device/secret/rotate', { token: d.token });
     expect(rotated.status, rotated.text).toBe(200);
     const newSecret: string = rotated.body.data.device_secret;
     keep(newSecret);
-    for (const route of deviceRoutes())
-      expectRefusal(await call(route, `Bearer ${d.token}`), 401, 2001, `${key(route)} after rotation`);
-    const old = await tp.http.post('/v1/device/token', {
-      json: { device_id: d.deviceId, device_secret: d.secret, grant_type: 'client_credentials' },
-    });
-    expectRefusal(old, 401, 2001, 'device token with the rotated-away secret');
+    // Two-phase (DESIGN.md §17): the old token still passes until the new secret has been used.
+    const heartbeat = deviceRoutes().find((r) => r.url === '/v1/device/heartbeat')!;
+    const during = await call(heartbeat, `Bearer ${d.token}`);
+    expect(during.status, during.text).toBe(200);
     // The new secret works, and the token it gives passes authentication everywhere.
     const fresh = await tp.http.post('/v1/device/token', {
       json: { device_id: d.deviceId, device_secret: newSecret, grant_type: 'client_credentials' },
     });
     expect(fresh.status, fresh.text).toBe(200);
     keepToken(fresh.body.data.access_token);
+    for (const route of deviceRoutes())
+      expectRefusal(await call(route, `Bearer ${d.token}`), 401, 2001, `${key(route)} after rotation`);
+    const old = await tp.http.post('/v1/device/token', {
+      json: { device_id: d.deviceId, device_secret: d.secret, grant_type: 'client_credentials' },
+    });
+    expectRefusal(old, 401, 2001, 'device token with the rotated-away secret');
     const hb = await tp.http.post('/v1/device/heartbeat', {
       token: fresh.body.data.access_token,
       json: bodyOf(deviceRoutes().find((r) => r.url === '/v1/device/heartbeat')!, own),

@@ -224,6 +224,12 @@ describe('several instances, one database, one Redis', () => {
     for (const p of [a, b, c]) expect((await heartbeat(p, rotated.token)).status).toBe(200);
     const rotation = await b.http.post('/v1/device/secret/rotate', { token: rotated.token, json: {} });
     expect(rotation.status, rotation.text).toBe(200);
+    // Two-phase (DESIGN.md §17): the old token works everywhere until the new secret is used, and another
+    // instance answers a repeated rotation with the same pending secret.
+    for (const p of [a, b, c]) expect((await heartbeat(p, rotated.token)).status).toBe(200);
+    const again = await a.http.post('/v1/device/secret/rotate', { token: rotated.token, json: {} });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data.device_secret).toBe(rotation.body.data.device_secret);
     // The new secret works at once on another instance, and its token on a third.
     const renewed = await c.http.post('/v1/device/token', {
       json: {

@@ -188,6 +188,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         device_id: inSite.device.device_id,
         secret_gen: 1,
         secret_sealed: inSite.device.secret_sealed,
+        pending_since_ms: null,
         require_signature: false,
         site_id: site.site_id,
         operator_id: op.operator_id,
@@ -196,6 +197,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         device_id: homeless.device.device_id,
         secret_gen: 1,
         secret_sealed: homeless.device.secret_sealed,
+        pending_since_ms: null,
         require_signature: false,
         site_id: null,
         operator_id: null,
@@ -270,6 +272,8 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         registered: true,
         secret_sealed: expect.any(String) as unknown as string,
         secret_gen: 1,
+        pending_secret_sealed: null,
+        pending_since_ms: null,
         last_seen_ms: null,
         last_heartbeat_ms: null,
         reported_status: null,
@@ -457,21 +461,114 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       expect(await store.countDevicesInSite('site_missing')).toBe(0);
     });
 
-    it('rotates the secret of a registered device: new secret, next generation', async () => {
-      const { site } = await operatorWithSite();
-      const keys = loadOrCreatePlatformKeys(ts.dataDir);
-      const dev = await registered('SN-1', site.site_id);
-      const id = dev.device.device_id;
-      const rotated = await store.rotateSecret(id);
-      expect(rotated).toEqual({ secret: expect.any(String), generation: 2 });
-      expect(rotated?.secret).not.toBe(dev.secret);
-      const entry = await store.loadDeviceEntry(id);
-      expect(entry?.secret_gen).toBe(2);
-      expect(keys.openSecret(entry?.secret_sealed ?? '')).toBe(rotated?.secret);
-      expect((await store.rotateSecret(id))?.generation).toBe(3);
-      await store.resetDevice(id);
-      expect(await store.rotateSecret(id)).toBeUndefined();
-      expect(await store.rotateSecret('dev_missing')).toBeUndefined();
+    describe('two-phase secret rotation', () => {
+      const GRACE = 24 * 3_600_000;
+      const rotate = (id: string) => store.rotateSecret(id, clock, GRACE);
+      const pendingOf = async (id: string) => {
+        const row = await store.getDevice(id);
+        return { sealed: row?.pending_secret_sealed ?? null, since: row?.pending_since_ms ?? null };
+      };
+
+      it('creates a pending secret beside the current one and answers the same one again', async () => {
+        const { site } = await operatorWithSite();
+        const keys = loadOrCreatePlatformKeys(ts.dataDir);
+        const dev = await registered('SN-1', site.site_id);
+        const id = dev.device.device_id;
+        const first = await rotate(id);
+        expect(first).toEqual({
+          kind: 'pending',
+          secret: expect.any(String),
+          pending_since_ms: clock,
+          created: true,
+        });
+        if (first?.kind !== 'pending') throw new Error('no pending secret');
+        expect(first.secret).not.toBe(dev.secret);
+        // The current secret and generation are untouched; the pending one is sealed beside them.
+        const row = await store.getDevice(id);
+        expect(row).toMatchObject({
+          secret_sealed: dev.device.secret_sealed,
+          secret_gen: 1,
+          pending_since_ms: clock,
+        });
+        expect(keys.openSecret(row?.pending_secret_sealed ?? '')).toBe(first.secret);
+        expect(await store.loadDeviceEntry(id)).toMatchObject({ secret_gen: 1, pending_since_ms: clock });
+        const created = clock;
+        tick(GRACE - 1);
+        expect(await rotate(id)).toEqual({
+          kind: 'pending',
+          secret: first.secret,
+          pending_since_ms: created,
+          created: false,
+        });
+        // Its grace over, a rotation request carries a token of the ended generation.
+        tick(1);
+        expect(await rotate(id)).toEqual({ kind: 'expired' });
+        expect(await rotate('dev_missing')).toBeUndefined();
+        await store.resetDevice(id);
+        expect(await rotate(id)).toBeUndefined();
+      });
+
+      it('promotes the pending secret once, into the next generation; a second promotion answers the same', async () => {
+        const dev = await registered('SN-1');
+        const id = dev.device.device_id;
+        await rotate(id);
+        const { sealed } = await pendingOf(id);
+        expect(await store.promotePendingSecret(id, sealed ?? '')).toBe(2);
+        expect(await store.getDevice(id)).toMatchObject({
+          secret_sealed: sealed,
+          secret_gen: 2,
+          pending_secret_sealed: null,
+          pending_since_ms: null,
+        });
+        expect(await store.loadDeviceEntry(id)).toMatchObject({ secret_gen: 2, pending_since_ms: null });
+        // A request that raced the first one finds its secret current.
+        expect(await store.promotePendingSecret(id, sealed ?? '')).toBe(2);
+        expect((await store.getDevice(id))?.secret_gen).toBe(2);
+        // Something else is neither pending nor current.
+        expect(await store.promotePendingSecret(id, dev.device.secret_sealed ?? '')).toBeUndefined();
+        expect(await store.promotePendingSecret('dev_missing', sealed ?? '')).toBeUndefined();
+        // The next rotation starts afresh.
+        const next = await rotate(id);
+        expect(next).toMatchObject({ kind: 'pending', created: true });
+      });
+
+      it('a reset drops the pending secret, and a pending secret does not outlive it', async () => {
+        const dev = await registered('SN-1');
+        const id = dev.device.device_id;
+        await rotate(id);
+        const { sealed } = await pendingOf(id);
+        expect(await store.resetDevice(id)).toBe(true);
+        expect(await pendingOf(id)).toEqual({ sealed: null, since: null });
+        expect(await store.promotePendingSecret(id, sealed ?? '')).toBeUndefined();
+        const again = await store.registerDevice(charger('SN-1'), { registration: 'open' });
+        expect(again).toMatchObject({
+          kind: 'registered',
+          device: { pending_secret_sealed: null, pending_since_ms: null, secret_gen: 3 },
+        });
+      });
+
+      it('promotes exactly the pending secrets created at or before the given time', async () => {
+        const a = (await registered('SN-A')).device.device_id;
+        const b = (await registered('SN-B')).device.device_id;
+        const c = (await registered('SN-C')).device.device_id;
+        await rotate(a);
+        const aPending = await pendingOf(a);
+        tick(1000);
+        await rotate(b);
+        tick(1000);
+        expect(await store.promoteExpiredSecrets(T0 - 1)).toEqual([]);
+        expect(await store.promoteExpiredSecrets(T0)).toEqual([a]);
+        expect(await store.getDevice(a)).toMatchObject({
+          secret_sealed: aPending.sealed,
+          secret_gen: 2,
+          pending_secret_sealed: null,
+          pending_since_ms: null,
+        });
+        expect(await store.getDevice(b)).toMatchObject({ secret_gen: 1, pending_since_ms: T0 + 1000 });
+        expect(await store.promoteExpiredSecrets(T0)).toEqual([]);
+        expect(await store.promoteExpiredSecrets(T0 + 5000)).toEqual([b]);
+        expect(await store.getDevice(c)).toMatchObject({ secret_gen: 1, pending_secret_sealed: null });
+      });
     });
   });
 
@@ -819,7 +916,7 @@ describe('PostgreSQL only', () => {
         deviceId = reg.device.device_id;
       });
       await bumped(() => admin.setRequireSignature('device', deviceId, true));
-      await bumped(() => admin.rotateSecret(deviceId));
+      await bumped(() => admin.rotateSecret(deviceId, Date.now(), 86_400_000));
       await bumped(() => admin.resetDevice(deviceId));
       // The admin store itself does not listen.
       expect(admin.externalChangeVersion()).toBe(0);

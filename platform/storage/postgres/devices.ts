@@ -7,14 +7,15 @@ import { notifyDirectoryChange, type PgDatabase, type Sql } from './database.js'
 
 /** The columns of `DeviceRow` (not `*`: the table has more, which callers must not see). */
 const DEVICE_COLUMNS = `device_id, sn, model, manufacturer, firmware_version, mac, site_id, registered,
-  secret_sealed, secret_gen, last_seen_ms, last_heartbeat_ms, reported_status, fault_code`;
+  secret_sealed, secret_gen, pending_secret_sealed, pending_since_ms, last_seen_ms, last_heartbeat_ms,
+  reported_status, fault_code`;
 const D_DEVICE_COLUMNS = DEVICE_COLUMNS.split(',')
   .map((c) => `d.${c.trim()}`)
   .join(', ');
 
 type RegistrationPolicy = Parameters<DeviceRepository['registerDevice']>[1];
 
-/** Chargers: registration, tenancy, sites and secrets, on PostgreSQL. */
+/** Chargers: registration, tenancy and sites, on PostgreSQL (their secrets' rotation: device-secrets.ts). */
 export function createPgDevices(deps: {
   db: PgDatabase;
   keys: PlatformKeys;
@@ -80,7 +81,9 @@ export function createPgDevices(deps: {
     resetDevice(deviceId) {
       return db.tx(async (sql) => {
         const reset = await sql.query(
-          `UPDATE devices SET registered = false, secret_sealed = NULL, secret_gen = secret_gen + 1
+          // A reset revokes a rotation's pending secret too.
+          `UPDATE devices SET registered = false, secret_sealed = NULL, secret_gen = secret_gen + 1,
+             pending_secret_sealed = NULL, pending_since_ms = NULL
            WHERE device_id = $1 RETURNING 1`,
           [deviceId],
         );
@@ -107,20 +110,6 @@ export function createPgDevices(deps: {
         [siteId],
       );
       return rows.map((r) => r.device_id);
-    },
-    async rotateSecret(deviceId) {
-      const secret = newSecret();
-      const sealed = keys.sealSecret(secret);
-      const row = await db.tx(async (sql) => {
-        const rows = await sql.query<{ secret_gen: number }>(
-          `UPDATE devices SET secret_sealed = $1, secret_gen = secret_gen + 1
-           WHERE device_id = $2 AND registered RETURNING secret_gen`,
-          [sealed, deviceId],
-        );
-        if (rows[0]) await notifyDirectoryChange(sql);
-        return rows[0];
-      });
-      return row ? { secret, generation: row.secret_gen } : undefined;
     },
   };
 }
@@ -203,7 +192,8 @@ async function registerAgain(
 ): Promise<DeviceRow | undefined> {
   const rows = await sql.query<DeviceRow>(
     `UPDATE devices SET model = $1, manufacturer = $2, firmware_version = $3, mac = $4, registered = true,
-       secret_sealed = $5, secret_gen = secret_gen + 1, registered_ms = $6, site_id = COALESCE(site_id, $7)
+       secret_sealed = $5, secret_gen = secret_gen + 1, pending_secret_sealed = NULL, pending_since_ms = NULL,
+       registered_ms = $6, site_id = COALESCE(site_id, $7)
      WHERE device_id = $8 RETURNING ${DEVICE_COLUMNS}`,
     [
       input.model,

@@ -6,8 +6,8 @@ import type { ClientRow, OperatorDirectory, OperatorRow, SiteRow } from '../stor
 import { notifyDirectoryChange, type PgDatabase } from './database.js';
 
 /** What the principal directory holds of a device: its credentials, signing and tenancy. */
-const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.require_signature, d.site_id,
-  s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
+const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.pending_since_ms,
+  d.require_signature, d.site_id, s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
 const SITE_COLUMNS = 'site_id, operator_id, name, timezone';
 
 interface RawClient {

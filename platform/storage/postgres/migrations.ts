@@ -253,4 +253,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX commands_by_device_newest
     ON commands(device_id, created_ms DESC, command_id COLLATE "C" DESC) INCLUDE (status);
   `,
+  // 4: two-phase secret rotation, as SQLite's migration 7: the pending secret beside the current one, and a
+  // partial index of the devices in the middle of a rotation for the sweep.
+  `
+  ALTER TABLE devices ADD COLUMN pending_secret_sealed TEXT;
+  ALTER TABLE devices ADD COLUMN pending_since_ms BIGINT;
+  CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
+  `,
 ];

@@ -6,6 +6,7 @@ import { createPgChargingRecords } from './charging-records.js';
 import { createPgCommands } from './commands.js';
 import { DIRECTORY_CHANNEL, openPgDatabase, type PgDatabase } from './database.js';
 import { createPgDeviceHistory } from './device-history.js';
+import { createPgDeviceSecrets } from './device-secrets.js';
 import { createPgDevices } from './devices.js';
 import { createPgDirectory } from './directory.js';
 import { createPgEnergyRollups } from './energy-rollups.js';
@@ -60,6 +61,7 @@ export async function createPostgresStore(
   const records = createPgChargingRecords(db);
   const directory = createPgDirectory(db, keys, now);
   const devices = createPgDevices({ db, keys, now, records });
+  const deviceSecrets = createPgDeviceSecrets({ db, keys });
   const telemetry = createPgTelemetry(db, partitions);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);
@@ -101,6 +103,7 @@ export async function createPostgresStore(
   return {
     ...directory,
     ...devices,
+    ...deviceSecrets,
     ...telemetry,
     ...commands,
     ...history,

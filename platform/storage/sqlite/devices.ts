@@ -7,7 +7,7 @@ import type { SqliteChargingRecords } from './charging-records.js';
 import { placeholders, type StatementCache } from './database.js';
 import { type RawDevice, toDevice } from './rows.js';
 
-/** Chargers: registration, tenancy, sites and secrets. */
+/** Chargers: registration, tenancy and sites (their secrets' rotation: device-secrets.ts). */
 export function createSqliteDevices(deps: {
   db: Database.Database;
   keys: PlatformKeys;
@@ -28,7 +28,8 @@ export function createSqliteDevices(deps: {
     ),
     reregisterDevice: db.prepare(
       `UPDATE devices SET model = ?, manufacturer = ?, firmware_version = ?, mac = ?, registered = 1,
-         secret_sealed = ?, secret_gen = secret_gen + 1, registered_ms = ?, site_id = COALESCE(site_id, ?)
+         secret_sealed = ?, secret_gen = secret_gen + 1, pending_secret_sealed = NULL, pending_since_ms = NULL,
+         registered_ms = ?, site_id = COALESCE(site_id, ?)
        WHERE device_id = ?`,
     ),
     upsertConnectorDeclaration: db.prepare(
@@ -37,15 +38,13 @@ export function createSqliteDevices(deps: {
          v2g_capable = excluded.v2g_capable`,
     ),
     assignDevice: db.prepare('UPDATE devices SET site_id = ? WHERE device_id = ?'),
+    // A reset revokes a rotation's pending secret too.
     resetDevice: db.prepare(
-      'UPDATE devices SET registered = 0, secret_sealed = NULL, secret_gen = secret_gen + 1 WHERE device_id = ?',
+      `UPDATE devices SET registered = 0, secret_sealed = NULL, secret_gen = secret_gen + 1,
+         pending_secret_sealed = NULL, pending_since_ms = NULL WHERE device_id = ?`,
     ),
     countDevicesInSite: db.prepare('SELECT COUNT(*) AS n FROM devices WHERE site_id = ?'),
     deviceIdsInSite: db.prepare('SELECT device_id FROM devices WHERE site_id = ? ORDER BY device_id'),
-    rotateSecret: db.prepare(
-      `UPDATE devices SET secret_sealed = ?, secret_gen = secret_gen + 1 WHERE device_id = ? AND registered = 1
-       RETURNING secret_gen`,
-    ),
   };
 
   return {
@@ -182,13 +181,6 @@ export function createSqliteDevices(deps: {
     },
     async deviceIdsInSite(siteId) {
       return (stmt.deviceIdsInSite.all(siteId) as Array<{ device_id: string }>).map((r) => r.device_id);
-    },
-    async rotateSecret(deviceId) {
-      const secret = newSecret();
-      const row = stmt.rotateSecret.get(keys.sealSecret(secret), deviceId) as
-        | { secret_gen: number }
-        | undefined;
-      return row ? { secret, generation: row.secret_gen } : undefined;
     },
   };
 }

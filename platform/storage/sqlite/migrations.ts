@@ -295,6 +295,14 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX commands_by_device_newest ON commands(device_id, created_ms DESC, command_id DESC, status);
   `,
+  // 7: two-phase secret rotation (domain/secret-rotation.ts): a rotation's new secret, sealed like the current
+  // one, beside it until the charger uses it or its grace is over. The sweep finds the expired ones through the
+  // partial index, which holds only the few devices in the middle of a rotation.
+  `
+  ALTER TABLE devices ADD COLUMN pending_secret_sealed TEXT;
+  ALTER TABLE devices ADD COLUMN pending_since_ms INTEGER;
+  CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

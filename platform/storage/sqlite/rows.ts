@@ -23,8 +23,8 @@ export interface RawCommand {
   client_id: string | null;
 }
 
-export const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.require_signature, d.site_id,
-  s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
+export const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.pending_since_ms,
+  d.require_signature, d.site_id, s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
 export interface RawDeviceEntry extends Omit<DeviceEntry, 'require_signature'> {
   require_signature: number;
 }

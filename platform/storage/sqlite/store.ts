@@ -9,6 +9,7 @@ import { startCheckpointer } from './checkpointer.js';
 import { createSqliteCommands } from './commands.js';
 import { DATABASE_FILE, openDatabase, placeholders, statementCache } from './database.js';
 import { createSqliteDeviceHistory } from './device-history.js';
+import { createSqliteDeviceSecrets } from './device-secrets.js';
 import { createSqliteDevices } from './devices.js';
 import { createSqliteDirectory } from './directory.js';
 import { createSqliteEnergyRollups } from './energy-rollups.js';
@@ -80,6 +81,7 @@ export function createSqliteStore(
   const records = createSqliteChargingRecords(db, reader);
   const { directory, noteLocalChange } = createSqliteDirectory(db, keys, now, prepared);
   const devices = createSqliteDevices({ db, keys, now, prepared, records, noteLocalChange });
+  const deviceSecrets = createSqliteDeviceSecrets({ db, keys });
   const telemetry = createSqliteTelemetry(db, batcher, prepared);
   const commands = createSqliteCommands(db, reader);
   const history = createSqliteDeviceHistory(db);
@@ -119,6 +121,7 @@ export function createSqliteStore(
   return {
     ...directory,
     ...devices,
+    ...deviceSecrets,
     ...telemetry.telemetry,
     ...commands,
     ...history,

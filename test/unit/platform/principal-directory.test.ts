@@ -6,6 +6,7 @@ const entry = (device_id: string, secret_gen = 1): DeviceEntry => ({
   device_id,
   secret_gen,
   secret_sealed: 'sealed',
+  pending_since_ms: null,
   require_signature: false,
   site_id: null,
   operator_id: null,
