@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { CONNECTORS_PER_DEVICE_MAX } from '../shared/limits.js';
 import { Text } from '../shared/primitives.js';
 import { SIMULATED_HAL_SPEC } from './hal-loader.js';
+import { DEFAULT_SECRET_ROTATION_DAYS } from './secret-rotation.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -162,7 +163,7 @@ export function resolveRunConfig(flags: RunFlags, cwd = process.cwd()): RunConfi
     sn,
     hal: flags.hal !== undefined ? resolveHal(flags.hal, cwd) : resolveHal(file.hal, fileDir),
     logLevel: file.logLevel ?? 'info',
-    secretRotationDays: file.secretRotationDays ?? 0,
+    secretRotationDays: file.secretRotationDays ?? DEFAULT_SECRET_ROTATION_DAYS,
     signRequests: file.signRequests ?? false,
   };
   const ca = resolvePath(flags.ca, cwd) ?? resolvePath(file.ca, fileDir);

@@ -31,6 +31,7 @@ import { createHeartbeatLoop, DEFAULT_HEARTBEAT_INTERVAL_MS, type HeartbeatLoop 
 import type { OutboxCap, OutboxKind } from './outbox-policy.js';
 import { createPlatformClient, type DeviceApi, type PlatformClient } from './platform-client.js';
 import { createSampler, PERSIST_INTERVAL_MS, type Sampler } from './sampler.js';
+import { createSecretRotation, DEFAULT_SECRET_ROTATION_DAYS } from './secret-rotation.js';
 import { createSerialRunner, type SerialRunner } from './serial-runner.js';
 import { DEFAULT_TELEMETRY_INTERVALS, type TelemetryIntervals } from './telemetry.js';
 import { createUplink, type Uplink, type UplinkStats } from './uplink.js';
@@ -49,7 +50,7 @@ export interface AgentRuntimeConfig {
   firmware?: string;
   /** PEM of the platform's CA (`--ca` file contents). */
   ca?: string;
-  /** Rotate the device secret this often; 0 or absent: never (see docs/agent.md). */
+  /** Rotate the device secret this often (two-phase, secret-rotation.ts); absent: every 90 days; 0: never. */
   secretRotationDays?: number;
   /** Sign every write with the device secret (for a charger the operator set to require signatures). */
   signRequests?: boolean;
@@ -127,7 +128,7 @@ export interface AgentRuntime {
   /** Settles with the first fatal error; never settles otherwise. */
   readonly fatal: Promise<AgentFatalError>;
   stats(): AgentRuntimeStats;
-  /** Rotates the device secret now (also done every `secretRotationDays`). */
+  /** Rotates the device secret now, or finishes a rotation under way (also done every `secretRotationDays`). */
   rotateSecret(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -228,6 +229,14 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     backoff: tuning.backoff,
   });
   const deviceApi: DeviceApi = client.withTokens(credentials);
+  const rotation = createSecretRotation({
+    credentials,
+    api: deviceApi,
+    clock,
+    days: config.secretRotationDays ?? DEFAULT_SECRET_ROTATION_DAYS,
+    backoff: tuning.backoff,
+    random,
+  });
   let registered = false;
   const api = () => (registered ? deviceApi : undefined);
 
@@ -276,12 +285,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     onFatal: fail,
     afterSuccess: async () => {
       prune();
-      const days = config.secretRotationDays ?? 0;
-      const identity = credentials.identity();
-      if (days > 0 && identity) {
-        const since = Date.parse(identity.secretRotatedAt ?? identity.registeredAt);
-        if (clock.now() - since >= days * DAY_MS) await credentials.rotateSecret(deviceApi);
-      }
+      await rotation.check();
     },
   });
   skewSource = heartbeat;

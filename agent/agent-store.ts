@@ -31,6 +31,11 @@ import type { ConnectorOverride } from './connector-policy.js';
 import type { ConnectorHardwareState, ConnectorInfo } from './hal.js';
 import { createOutbox, migrateOutbox, type Outbox, type OutboxItemInput } from './outbox.js';
 import type { OutboxCap } from './outbox-policy.js';
+import {
+  addPendingSecretColumns,
+  createPendingSecretStore,
+  type PendingSecretStore,
+} from './pending-secret-store.js';
 import type { FlexibilityLimit, StoredSchedule } from './schedule-engine.js';
 
 type Db = Database.Database;
@@ -44,6 +49,9 @@ export interface Identity {
   platformUrl: string;
   registeredAt: string;
   secretRotatedAt?: string;
+  /** A rotation's new secret, stored before it is used; `secret` stays until this one has worked. */
+  pendingSecret?: string;
+  pendingSince?: string;
 }
 
 export interface StoredToken {
@@ -147,15 +155,15 @@ export interface OpenOptions {
 const MEMORY_PAGE_SIZE = 1024;
 const MEMORY_CACHE_KIB = 64;
 
-export interface AgentStore {
+export interface AgentStore extends PendingSecretStore {
   readonly db: Db;
   readonly file: string;
   readonly outbox: Outbox;
   transaction<T>(fn: () => T): T;
 
   getIdentity(): Identity | undefined;
+  /** A new identity (registration): drops the token and any pending secret. */
   saveIdentity(identity: Identity): void;
-  updateSecret(secret: string, rotatedAt: string): void;
   updatePlatformUrl(url: string): void;
 
   getToken(): StoredToken | undefined;
@@ -308,6 +316,7 @@ const MIGRATIONS: ReadonlyArray<(db: Db) => void> = [
     `);
     migrateOutbox(db);
   },
+  addPendingSecretColumns,
 ];
 export const AGENT_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -499,6 +508,9 @@ export function openAgentStore(dataDir: string, options: OpenOptions = {}): Agen
             platform_url: string;
             registered_at: string;
             secret_rotated_at: string | null;
+            // Absent in a schema-1 store opened read-only (a technician's newer CLI beside an older agent).
+            pending_secret?: string | null;
+            pending_since?: string | null;
           }
         | undefined;
       if (!row) return undefined;
@@ -510,6 +522,8 @@ export function openAgentStore(dataDir: string, options: OpenOptions = {}): Agen
         registeredAt: row.registered_at,
       };
       if (row.secret_rotated_at) identity.secretRotatedAt = row.secret_rotated_at;
+      if (row.pending_secret) identity.pendingSecret = row.pending_secret;
+      if (row.pending_since) identity.pendingSince = row.pending_since;
       return identity;
     },
     saveIdentity(identity) {
@@ -519,7 +533,7 @@ export function openAgentStore(dataDir: string, options: OpenOptions = {}): Agen
            VALUES (1, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, secret = excluded.secret,
              sn = excluded.sn, platform_url = excluded.platform_url, registered_at = excluded.registered_at,
-             secret_rotated_at = excluded.secret_rotated_at`,
+             secret_rotated_at = excluded.secret_rotated_at, pending_secret = NULL, pending_since = NULL`,
         ).run(
           identity.deviceId,
           identity.secret,
@@ -532,12 +546,7 @@ export function openAgentStore(dataDir: string, options: OpenOptions = {}): Agen
         w('DELETE FROM token').run();
       })();
     },
-    updateSecret(secret, rotatedAt) {
-      db.transaction(() => {
-        w('UPDATE identity SET secret = ?, secret_rotated_at = ? WHERE id = 1').run(secret, rotatedAt);
-        w('DELETE FROM token').run();
-      })();
-    },
+    ...createPendingSecretStore(w),
     updatePlatformUrl(url) {
       w('UPDATE identity SET platform_url = ? WHERE id = 1').run(url);
     },

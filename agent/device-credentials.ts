@@ -7,7 +7,9 @@
  *   the allowlist) are fatal with a hint for the technician; transient failures are retried with backoff.
  * - Token: exchanged for the secret, kept in the store across restarts, renewed ahead of its expiry (at 90 %
  *   of its lifetime, at most one hour early), and on demand after a 401.
- * - The platform refuses the stored secret (an operator ran `devices reset`, which revokes it and lets the
+ * - Rotation is two-phase (secret-rotation.ts): the new secret is stored beside the old one, offered first,
+ *   and replaces it only once it has bought a token; the old one serves until then.
+ * - The platform refuses every stored secret (an operator ran `devices reset`, which revokes them and lets the
  *   serial register again): the agent registers again, keeping its device_id, and carries on. If the serial
  *   is still registered (409) the credentials were revoked some other way: fatal, ask the operator to reset.
  */
@@ -15,7 +17,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { DeviceToken, RegisterRequest, Registration } from '../shared/device-api.js';
 import { AgentFatalError, EXIT_IDENTITY_REFUSED, EXIT_USAGE } from './agent-errors.js';
-import type { AgentStore, Identity } from './agent-store.js';
+import type { AgentStore, Identity, StoredToken } from './agent-store.js';
 import { DEFAULT_BACKOFF, nextDelayMs } from './backoff.js';
 import { type Clock, iso, sleep } from './clock.js';
 import {
@@ -25,6 +27,7 @@ import {
   PlatformError,
   type TokenSource,
 } from './platform-client.js';
+import { secretsToTry } from './secret-rotation.js';
 
 export interface DeviceCredentialsOptions {
   store: AgentStore;
@@ -46,7 +49,11 @@ export interface DeviceCredentials extends TokenSource {
    * Throws `AgentFatalError` when the platform refuses the serial number.
    */
   ensureRegistered(signal?: AbortSignal): Promise<Identity | undefined>;
-  /** Asks the platform for a new secret, stores it, then gets a token for it. */
+  /**
+   * Asks the platform for a new secret and stores it beside the current one (unless one is stored already),
+   * then gets a token with it, which makes it the only secret. Rejects when a step fails; what was stored
+   * stays, and a later call carries on from there.
+   */
   rotateSecret(api: DeviceApi): Promise<void>;
   /** Token expiry, ms (agent clock), if a token is held. */
   tokenExpiresAt(): number | undefined;
@@ -137,35 +144,68 @@ export function createDeviceCredentials(options: DeviceCredentialsOptions): Devi
     return identity;
   }
 
+  /** Offers the stored secrets in turn; the token and the secret it was issued for, or the last refusal. */
+  async function tryStored(
+    identity: Identity,
+  ): Promise<{ token: DeviceToken; secret: string } | { refused: PlatformError }> {
+    let refused: PlatformError | undefined;
+    for (const secret of secretsToTry(identity)) {
+      try {
+        return { token: await client.exchangeToken(identity.deviceId, secret), secret };
+      } catch (error) {
+        if (!isPlatformError(error) || error.kind !== 'unauthorized') throw error;
+        refused = error;
+      }
+    }
+    return { refused: refused ?? new PlatformError('unauthorized', 'no device secret stored') };
+  }
+
   async function exchange(): Promise<string> {
     let identity = store.getIdentity();
     if (!identity) throw new PlatformError('unauthorized', 'not registered yet');
-    let token: DeviceToken;
-    try {
-      token = await client.exchangeToken(identity.deviceId, identity.secret);
-    } catch (error) {
-      if (!isPlatformError(error) || error.kind !== 'unauthorized') throw error;
+    let outcome = await tryStored(identity);
+    if ('refused' in outcome) {
       const current = store.getIdentity();
-      if (current && current.secret !== identity.secret) {
+      if (
+        current &&
+        (current.secret !== identity.secret || current.pendingSecret !== identity.pendingSecret)
+      ) {
         // A rotation stored a new secret while this exchange was on its way: use it.
         identity = current;
       } else if (rotating) {
-        // A rotation is in flight: the platform has switched secrets, its answer is on the way. Registering
-        // again now would meet 409 and end the agent; the caller retries once the new secret is stored.
+        // Refused while a rotation is in flight: its answer may be the way back in. Registering again now
+        // would meet 409 and end the agent; the caller retries once the rotation is over.
         throw new PlatformError('unauthorized', 'secret rotation in progress');
       } else {
         logger.warn('the platform refused the stored device secret; registering again');
         identity = await register('revoked');
       }
-      token = await client.exchangeToken(identity.deviceId, identity.secret);
+      outcome = await tryStored(identity);
+      if ('refused' in outcome) throw outcome.refused;
     }
+    const { token, secret } = outcome;
     const obtainedAt = clock.now();
-    cached = {
+    const fresh: StoredToken = {
       accessToken: token.access_token,
       expiresAt: iso(obtainedAt + token.expires_in * 1000),
       obtainedAt: iso(obtainedAt),
     };
-    store.saveToken(cached);
+    const pending = identity.pendingSecret;
+    store.transaction(() => {
+      if (pending !== undefined && secret === pending) {
+        // The new secret works: the platform has retired the old one, so must we.
+        store.promotePendingSecret(pending, iso(obtainedAt));
+      } else if (pending !== undefined) {
+        // The platform refused the new secret and took the old one: it never knew the new one. Forget it; the
+        // next rotation asks afresh.
+        store.discardPendingSecret(pending);
+      }
+      store.saveToken(fresh);
+    });
+    if (pending !== undefined && secret === pending) logger.info('device secret rotated');
+    else if (pending !== undefined)
+      logger.warn('the platform refused the new device secret; keeping the old one');
+    cached = fresh;
     logger.debug({ expires_at: cached.expiresAt }, 'device token obtained');
     return cached.accessToken;
   }
@@ -227,16 +267,19 @@ export function createDeviceCredentials(options: DeviceCredentialsOptions): Devi
       return undefined;
     },
     async rotateSecret(api) {
-      rotating = true;
-      try {
-        const rotated = await api.rotateSecret();
-        // From here on only the new secret works: store it before anything else.
-        store.updateSecret(rotated.device_secret, iso(clock.now()));
-        cached = undefined;
-        logger.info('device secret rotated');
-      } finally {
-        rotating = false;
+      if (store.getIdentity()?.pendingSecret === undefined) {
+        rotating = true;
+        try {
+          const rotated = await api.rotateSecret();
+          // Stored (fsynced) before it is used, beside the old secret, which stays until this one has worked.
+          store.savePendingSecret(rotated.device_secret, iso(clock.now()));
+          logger.info('new device secret received; switching to it');
+        } finally {
+          rotating = false;
+        }
       }
+      // An exchange already on its way offers what was stored before: let it land, then use the new secret.
+      await inflight?.catch(() => undefined);
       await renew();
     },
     tokenExpiresAt() {

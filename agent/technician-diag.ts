@@ -36,6 +36,7 @@ import { LOG_DIR, LOG_FILE } from './logger.js';
 import { bytes, clip, duration, signedSeconds } from './technician-format.js';
 import {
   agentProcessState,
+  DEFAULT_DIAG_TIMEOUT_MS,
   isAgentProcessAlive,
   openStoreForReading,
   type StoreAccess,
@@ -74,7 +75,8 @@ export interface DiagOptions {
   isAlive?: (pid: number) => boolean;
 }
 
-export const DEFAULT_DIAG_TIMEOUT_MS = 5_000;
+export { DEFAULT_DIAG_TIMEOUT_MS };
+
 /** Below this much free space the outbox (16 MiB cap) and logs (20 MiB) may no longer fit. */
 const DISK_WARN_BYTES = 50 * 1024 * 1024;
 const DISK_FAIL_BYTES = 10 * 1024 * 1024;
@@ -610,15 +612,22 @@ async function tokenCheck(ctx: Ctx, dispatcher: Agent): Promise<Outcome> {
     );
   }
   if (!ctx.tlsOk) return skip('needs a trusted TLS connection');
-  let answer: HttpAnswer;
-  try {
-    answer = await call(ctx, dispatcher, 'POST', '/v1/device/token', {
-      body: {
-        device_id: ctx.identity.deviceId,
-        device_secret: ctx.identity.secret,
-        grant_type: 'client_credentials',
-      },
+  const identity = ctx.identity;
+  const ask = (secret: string) =>
+    call(ctx, dispatcher, 'POST', '/v1/device/token', {
+      body: { device_id: identity.deviceId, device_secret: secret, grant_type: 'client_credentials' },
     });
+  let answer: HttpAnswer;
+  let withPending = false;
+  try {
+    // The confirmed secret, which leaves a rotation under way to the agent. Only when the platform refuses it
+    // is the stored new secret tried: the platform may have switched to it (the agent switches at its next
+    // token renewal).
+    answer = await ask(identity.secret);
+    if (answer.status === 401 && identity.pendingSecret !== undefined) {
+      answer = await ask(identity.pendingSecret);
+      withPending = true;
+    }
   } catch (error) {
     return fail(`POST /v1/device/token: ${errorText(error)}`, NETWORK_HINT);
   }
@@ -638,8 +647,9 @@ async function tokenCheck(ctx: Ctx, dispatcher: Agent): Promise<Outcome> {
   }
   const data: DeviceToken = parsed.data.data;
   ctx.token = data.access_token;
+  const whose = withPending ? ' with the new secret of the rotation under way' : '';
   return pass(
-    `issued in ${ms} ms, valid ${duration(data.expires_in * 1000)} (the agent’s own token is unaffected)`,
+    `issued${whose} in ${ms} ms, valid ${duration(data.expires_in * 1000)} (the agent’s own token is unaffected)`,
     { round_trip_ms: ms, expires_in: data.expires_in },
   );
 }

@@ -78,6 +78,8 @@ export interface StatusReport {
     device_id: string;
     registered_at: string;
     secret_rotated_at: string | null;
+    /** A rotation under way: when its new secret was stored, not yet confirmed by a token (never the secret). */
+    secret_rotation_pending_since: string | null;
   } | null;
   platform_url: string | null;
   agent: {
@@ -248,6 +250,8 @@ export function collectStatus(
           device_id: identity.deviceId,
           registered_at: identity.registeredAt,
           secret_rotated_at: identity.secretRotatedAt ?? null,
+          secret_rotation_pending_since:
+            identity.pendingSecret !== undefined ? (identity.pendingSince ?? '') : null,
         }
       : null,
     platform_url: configuredUrl ?? identity?.platformUrl ?? null,
@@ -392,6 +396,16 @@ function connectorLines(c: ConnectorStatus, now: number): string[] {
   ];
 }
 
+function secretLine(identity: NonNullable<StatusReport['identity']>, now: number): string {
+  const rotated = identity.secret_rotated_at
+    ? `rotated ${when(identity.secret_rotated_at, now)}`
+    : 'never rotated';
+  const pending = identity.secret_rotation_pending_since;
+  if (pending === null) return rotated;
+  const since = pending ? ` (new secret stored ${relative(pending, now)})` : '';
+  return `${rotated}; rotation under way${since}: the agent switches once the platform accepts the new secret`;
+}
+
 export function renderStatus(r: StatusReport): string {
   const now = Date.parse(r.checked_at);
   const who = r.identity ? `${r.identity.sn} (${r.identity.device_id})` : 'not registered yet';
@@ -409,7 +423,12 @@ export function renderStatus(r: StatusReport): string {
       ['State', `${STATE_LINE[r.state]}${r.problems.length > 0 ? ` — ${r.problems.length} problem(s)` : ''}`],
       ['Agent', agentLine(r, now)],
       ['Platform', r.platform_url ?? '-'],
-      ...(r.identity ? ([['Registered', when(r.identity.registered_at, now)]] as const) : []),
+      ...(r.identity
+        ? ([
+            ['Registered', when(r.identity.registered_at, now)],
+            ['Secret', secretLine(r.identity, now)],
+          ] as const)
+        : []),
       ['Heartbeat', heartbeatLine(r, now)],
       ['Token', token],
       ['Clock skew', skew],

@@ -8,6 +8,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AGENT_SCHEMA_VERSION, type AgentStore, agentStoreFile, openAgentStore } from './agent-store.js';
 
+/** Each network step of `diag` gives up after this long (`--timeout` changes it). */
+export const DEFAULT_DIAG_TIMEOUT_MS = 5_000;
+
 /**
  * Exit codes of `status`, `diag`, `schedules` and `commands` (those of `run` are in agent-errors.ts; 3 is
  * left to `run`'s "identity refused" so that a script cannot mistake one for the other).

@@ -273,10 +273,18 @@ describe('agent runtime against a real platform', () => {
     await commandStatus(stop.body.data.command_id);
   });
 
-  it('rotates its secret and keeps working with the new one', async () => {
+  it('rotates its secret and keeps working with the new one; the old one is retired', async () => {
     const before = agent.store.getIdentity()!.secret;
     await agent.rotateSecret();
-    expect(agent.store.getIdentity()!.secret).not.toBe(before);
+    const after = agent.store.getIdentity()!;
+    expect(after.secret).not.toBe(before);
+    expect(after.pendingSecret).toBeUndefined();
+    const tokenWith = (secret: string) =>
+      tp.http.post('/v1/device/token', {
+        json: { device_id: deviceId, device_secret: secret, grant_type: 'client_credentials' },
+      });
+    expect((await tokenWith(before)).status).toBe(401);
+    expect((await tokenWith(after.secret)).status).toBe(200);
     const sentBefore = agent.stats().uplink.delivered.telemetry;
     await waitFor(
       () => agent.stats().uplink.delivered.telemetry,

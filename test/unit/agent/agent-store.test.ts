@@ -54,9 +54,79 @@ describe('agent store', () => {
     expect(store.getIdentity()?.secret).toBe('s3cret');
     expect(store.getToken()?.accessToken).toBe('tok');
     expect(store.getState('clock_skew')?.ms).toBe(1234);
-    store.updateSecret('n3w', '2026-03-05T00:00:00.000Z');
-    expect(store.getIdentity()).toMatchObject({ secret: 'n3w', secretRotatedAt: '2026-03-05T00:00:00.000Z' });
+    store.saveIdentity({ ...store.getIdentity()!, secret: 'n3w' });
     expect(store.getToken()).toBeUndefined();
+  });
+
+  it('keeps a pending secret beside the confirmed one until it is promoted or discarded, across a reopen', () => {
+    store.saveIdentity({
+      deviceId: 'dev_1',
+      secret: 'old',
+      sn: 'SN-1',
+      platformUrl: 'https://p',
+      registeredAt: '2026-03-01T10:00:00.000Z',
+    });
+    const token = {
+      accessToken: 'tok',
+      expiresAt: '2026-03-02T10:00:00.000Z',
+      obtainedAt: '2026-03-01T10:00:00.000Z',
+    };
+    store.saveToken(token);
+    store.savePendingSecret('new', '2026-03-05T00:00:00.000Z');
+    store.close();
+    store = openAgentStore(tmp.dir, { now: () => T0 });
+    // Nothing else changes: the old secret and its token serve until the new secret has worked.
+    expect(store.getIdentity()).toMatchObject({
+      secret: 'old',
+      pendingSecret: 'new',
+      pendingSince: '2026-03-05T00:00:00.000Z',
+    });
+    expect(store.getToken()).toEqual(token);
+    // A step naming another pending secret (a stale view) changes nothing.
+    store.promotePendingSecret('other', '2026-03-05T00:01:00.000Z');
+    store.discardPendingSecret('other');
+    expect(store.getIdentity()).toMatchObject({ secret: 'old', pendingSecret: 'new' });
+    store.promotePendingSecret('new', '2026-03-05T00:01:00.000Z');
+    const promoted = store.getIdentity();
+    expect(promoted).toMatchObject({ secret: 'new', secretRotatedAt: '2026-03-05T00:01:00.000Z' });
+    expect(promoted?.pendingSecret).toBeUndefined();
+    expect(promoted?.pendingSince).toBeUndefined();
+
+    store.savePendingSecret('never-known', '2026-03-06T00:00:00.000Z');
+    store.discardPendingSecret('never-known');
+    expect(store.getIdentity()).toMatchObject({ secret: 'new', secretRotatedAt: '2026-03-05T00:01:00.000Z' });
+    expect(store.getIdentity()?.pendingSecret).toBeUndefined();
+
+    // A new registration replaces the whole identity, a pending secret included.
+    store.savePendingSecret('pending', '2026-03-07T00:00:00.000Z');
+    store.saveIdentity({ ...store.getIdentity()!, secret: 'registered' });
+    expect(store.getIdentity()?.pendingSecret).toBeUndefined();
+  });
+
+  it('upgrades a schema-1 store in place, keeping its identity', () => {
+    store.saveIdentity({
+      deviceId: 'dev_1',
+      secret: 's3cret',
+      sn: 'SN-1',
+      platformUrl: 'https://p',
+      registeredAt: '2026-03-01T10:00:00.000Z',
+    });
+    store.close();
+    const db = new Database(agentStoreFile(tmp.dir));
+    db.exec(
+      'ALTER TABLE identity DROP COLUMN pending_secret; ALTER TABLE identity DROP COLUMN pending_since',
+    );
+    db.pragma('user_version = 1');
+    db.close();
+    // A technician's read-only view of the old store reads it without the new columns.
+    const old = openAgentStore(tmp.dir, { readonly: true });
+    expect(old.getIdentity()).toMatchObject({ secret: 's3cret' });
+    expect(old.getIdentity()?.pendingSecret).toBeUndefined();
+    old.close();
+    store = openAgentStore(tmp.dir, { now: () => T0 });
+    expect(store.db.pragma('user_version', { simple: true })).toBe(AGENT_SCHEMA_VERSION);
+    store.savePendingSecret('new', '2026-03-05T00:00:00.000Z');
+    expect(store.getIdentity()).toMatchObject({ secret: 's3cret', pendingSecret: 'new' });
   });
 
   it('refuses a store written by a newer agent', () => {

@@ -535,7 +535,7 @@ describe('device credentials: registration and token lifecycle', () => {
     expect(await creds.token()).toBe('tok-rotated');
   });
 
-  it('does not register again while a rotation is in flight (the old secret is already dead)', async () => {
+  it('does not register again while a rotation is in flight (its answer may be the way back in)', async () => {
     store.saveIdentity({
       deviceId: 'dev_1',
       secret: 'old',
@@ -563,7 +563,7 @@ describe('device credentials: registration and token lifecycle', () => {
     const client = createPlatformClient({ baseUrl: BASE, dispatcher: mock.agent, now: () => now });
     const rotation = creds.rotateSecret(client.withTokens(creds));
     await new Promise((r) => setTimeout(r, 20));
-    // Another loop's token was revoked by the rotation; its renewal must wait, not re-register (409, fatal).
+    // Another loop's secret was refused during the rotation; its renewal must wait, not re-register (409, fatal).
     await expect(creds.renew()).rejects.toThrow('secret rotation in progress');
     await rotation;
     expect(store.getIdentity()?.secret).toBe('rotated');

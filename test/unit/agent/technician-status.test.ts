@@ -69,6 +69,24 @@ describe('technician status', () => {
     expect(text).not.toContain('the-access-token');
   });
 
+  it('shows a secret rotation under way, still healthy, without the secret', () => {
+    register();
+    let r = collectStatus(store, { dataDir: tmp.dir, now: T0, isAlive: alive });
+    expect(r.identity).toMatchObject({ secret_rotated_at: null, secret_rotation_pending_since: null });
+    expect(renderStatus(r)).toMatch(/Secret +never rotated/);
+    store.savePendingSecret('the-new-secret', iso(T0 - 60_000));
+    r = collectStatus(store, { dataDir: tmp.dir, now: T0, isAlive: alive });
+    expect(r.state).toBe('healthy');
+    expect(r.identity).toMatchObject({ secret_rotation_pending_since: iso(T0 - 60_000) });
+    const text = `${JSON.stringify(r)}${renderStatus(r)}`;
+    expect(text).toMatch(/rotation under way \(new secret stored 1 min ago\)/);
+    expect(text).not.toContain('the-new-secret');
+    store.promotePendingSecret('the-new-secret', iso(T0));
+    r = collectStatus(store, { dataDir: tmp.dir, now: T0, isAlive: alive });
+    expect(r.identity).toMatchObject({ secret_rotated_at: iso(T0), secret_rotation_pending_since: null });
+    expect(renderStatus(r)).toMatch(/Secret +rotated /);
+  });
+
   it('is degraded (exit 4) for each reason, and says which', () => {
     register();
     const cases: Array<[string, () => void, RegExp]> = [
