@@ -10,7 +10,7 @@
  * - Authenticated calls take a `TokenSource`. On 401 with code 2002 (expired) — and also 2001, which is what a
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
-import { Agent, type Dispatcher, getGlobalDispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import {
   type ChargingRecordUpload,
@@ -33,6 +33,7 @@ import { ErrorResponse, envelopeOf } from '../shared/envelope.js';
 import { ERROR_HTTP_STATUS, ErrorCode } from '../shared/error-codes.js';
 import { Identifier, Timestamp } from '../shared/primitives.js';
 import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../shared/request-signing.js';
+import { Agent, getGlobalDispatcher } from './undici-parts.js';
 import { AGENT_VERSION } from './version.js';
 
 export type FailureKind =

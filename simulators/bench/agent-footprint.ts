@@ -19,7 +19,12 @@ import { type ProcessSample, sampleProcess, summarizeSamples } from './process-s
  */
 const AGENT_CLI = fileURLToPath(new URL('../../agent/cli.js', import.meta.url));
 
-export async function measureAgentFootprint(minutes = 10) {
+export async function measureAgentFootprint(
+  minutes = 10,
+  agentCli = AGENT_CLI,
+  nodeArgs: readonly string[] = [],
+  agentEnv: Record<string, string> = {},
+) {
   const platform = await startBenchPlatform();
   const dir = await mkdtemp(join(tmpdir(), 'cp-agent-foot-'));
   let agent: ChildProcess | undefined;
@@ -37,7 +42,8 @@ export async function measureAgentFootprint(minutes = 10) {
     agent = spawn(
       process.execPath,
       [
-        AGENT_CLI,
+        ...nodeArgs,
+        agentCli,
         'run',
         '--data-dir',
         join(dir, 'agent'),
@@ -54,7 +60,7 @@ export async function measureAgentFootprint(minutes = 10) {
         '--config',
         config,
       ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
+      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...agentEnv } },
     );
     bare = spawn(process.execPath, ['-e', 'setInterval(()=>{},1000)'], { stdio: 'ignore' });
     await sleep(30_000);
@@ -95,5 +101,15 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   RSS and CPU of one charger-agent at cadence beside a bare Node process`,
     options: { minutes: { default: 10, help: 'minutes measured after a 30 s warm-up' } },
   });
-  process.stdout.write(`${JSON.stringify(await measureAgentFootprint(values.minutes), null, 2)}\n`);
+  const agent = process.env.FOOTPRINT_AGENT || AGENT_CLI;
+  const nodeArgs = (process.env.FOOTPRINT_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const agentEnv = Object.fromEntries(
+    (process.env.FOOTPRINT_AGENT_ENV ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  );
+  process.stdout.write(
+    `${JSON.stringify(await measureAgentFootprint(values.minutes, agent, nodeArgs, agentEnv), null, 2)}\n`,
+  );
 }
