@@ -7,7 +7,8 @@
  *   DIR (default dist-agent/)
  *   ├── charger-agent.mjs            launcher (the `bin`): node DIR/charger-agent.mjs run|status|diag|...
  *   │                                (checks the Node line and the target before it loads the agent)
- *   ├── agent/charger-agent.mjs      agent/ + shared/ + zod, undici, pino, commander, bundled by esbuild
+ *   ├── agent/charger-agent.mjs      agent/ + shared/ + zod, undici, pino, commander, bundled by esbuild; the
+ *   │                                technician commands in chunks beside it (agent/*-HASH.mjs), loaded on use
  *   ├── simulators/simulated-hal.js  the simulated HAL for bench rigs (`--hal simulated`); delete it on chargers
  *   ├── sdk/hal.ts, sdk/hal.js       the HAL interface for OEM modules (types, HalError)
  *   ├── node_modules/better-sqlite3  lib/, package.json and prebuilds/TARGET.node (N-API: any Node >= 22)
@@ -136,6 +137,8 @@ function assertInputs(metafile, allowedDirs, what) {
   /** @type {Map<string, string>} */
   const packages = new Map();
   for (const input of Object.keys(metafile.inputs)) {
+    // The one-line stand-in for node:http2 (withoutHttp2, below).
+    if (input.startsWith('without-http2:')) continue;
     const pkg = packageOf(input);
     if (pkg !== undefined) {
       if (!ALLOWED_PACKAGES.has(pkg))
@@ -246,10 +249,39 @@ const started = Date.now();
 rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
 
+/**
+ * undici's HTTP/2 client loads `node:http2` when undici loads, and falls back to no HTTP/2 where Node has none
+ * (lib/dispatcher/client-h2.js). The agent speaks HTTP/1.1 only (platform-client.ts never sets `allowH2`), so the
+ * bundle takes that fallback: `node:http2` and everything it loads stay out of the charger's memory (2 MiB RSS,
+ * docs/benchmarks.md, "Agent footprint").
+ */
+const withoutHttp2 = {
+  name: 'without-http2',
+  /** @param {esbuild.PluginBuild} build */
+  setup(build) {
+    build.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
+      /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client-h2\.js$/.test(args.importer)
+        ? { path: 'http2', namespace: 'without-http2' }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'without-http2' }, () => ({
+      contents: "throw new Error('HTTP/2 is not part of the charger agent');",
+      loader: 'js',
+    }));
+  },
+};
+
 const main = await esbuild.build({
   ...COMMON,
-  entryPoints: [path.join(ROOT, 'agent', 'cli.ts')],
-  outfile: path.join(OUT, 'agent', 'charger-agent.mjs'),
+  plugins: [withoutHttp2],
+  entryPoints: { 'charger-agent': path.join(ROOT, 'agent', 'cli.ts') },
+  outdir: path.join(OUT, 'agent'),
+  outExtension: { '.js': '.mjs' },
+  // The technician commands (diag brings all of undici) are imported when one runs: split into chunks of their
+  // own, `run` never loads them (docs/benchmarks.md, "Agent footprint"). Chunks sit beside the entry, so that
+  // any of them finds ../simulators/ and ../node_modules/ as the entry does.
+  splitting: true,
+  chunkNames: '[name]-[hash]',
   // The native addon is copied beside the bundle; pino-pretty is optional (pretty logs on a terminal).
   external: ['better-sqlite3', 'pino-pretty'],
   banner: { js: BANNER },
@@ -367,9 +399,7 @@ copyFileSync(path.join(ROOT, 'docs', 'oem-guide.md'), path.join(OUT, 'oem-guide.
 const licensed = new Map([...bundled, ...copied]);
 writeFileSync(
   path.join(OUT, 'THIRD_PARTY_LICENSES.txt'),
-  `Third-party software in this bundle (bundled into agent/charger-agent.mjs, or in node_modules/).\n\n${[
-    ...licensed,
-  ]
+  `Third-party software in this bundle (bundled into agent/*.mjs, or in node_modules/).\n\n${[...licensed]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, dir]) => licenseText(name, dir))
     .join('\n')}`,

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import '../supported-node.js';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,25 +11,29 @@ import Database from 'better-sqlite3';
 import { benchArgsOrExit } from './bench-args.js';
 import { startBenchPlatform } from './bench-platform.js';
 import { type ProcessSample, sampleProcess, summarizeSamples } from './process-sampler.js';
+import { unitLaunch } from './unit-launch.js';
 
 /**
- * Agent footprint: one real `charger-agent run` process with the simulated HAL, both connectors charging (so
- * telemetry every 5 s and heartbeats every 30 s), beside a bare `node -e "setInterval(()=>{},1000)"`, for
- * `--minutes` (default 10) after a 30 s warm-up. RSS and CPU from /proc.
- * Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10]
+ * Agent footprint (DESIGN.md §17: RSS at cadence ≤ a bare Node process + 25 MiB). In one run, side by side:
+ * a bare `node -e "setInterval(()=>{},1000)"` (the baseline), the agent bundle (`npm run build:agent`, what
+ * chargers run) started as plain `node charger-agent.mjs run`, and the same bundle started as its systemd unit
+ * starts it (the unit's Node options and environment, read from the bundle's charger-agent.service). Each agent
+ * has the simulated HAL with both connectors charging (telemetry every 5 s, heartbeats every 30 s) against one
+ * bench platform, for `--minutes` (default 10) after a 30 s warm-up. RSS and CPU from /proc.
+ * Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10] [--bundle DIR]
  */
-const AGENT_CLI = fileURLToPath(new URL('../../agent/cli.js', import.meta.url));
+const DEFAULT_BUNDLE = fileURLToPath(new URL('../../../dist-agent/', import.meta.url));
+export const FOOTPRINT_GOAL_OVER_BARE_MIB = 25;
 
-export async function measureAgentFootprint(
-  minutes = 10,
-  agentCli = AGENT_CLI,
-  nodeArgs: readonly string[] = [],
-  agentEnv: Record<string, string> = {},
-) {
+export async function measureAgentFootprint(minutes = 10, bundle = DEFAULT_BUNDLE) {
+  const launcher = join(bundle, 'charger-agent.mjs');
+  const unitFile = join(bundle, 'charger-agent.service');
+  if (!existsSync(launcher) || !existsSync(unitFile))
+    throw new Error(`no agent bundle in ${bundle}: run npm run build:agent first`);
+  const unit = unitLaunch(await readFile(unitFile, 'utf8'));
   const platform = await startBenchPlatform();
   const dir = await mkdtemp(join(tmpdir(), 'cp-agent-foot-'));
-  let agent: ChildProcess | undefined;
-  let bare: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
   try {
     const config = join(dir, 'agent.json');
     await writeFile(
@@ -39,77 +44,91 @@ export async function measureAgentFootprint(
       }),
     );
     await writeFile(join(dir, 'ca.pem'), platform.ca);
-    agent = spawn(
-      process.execPath,
-      [
-        ...nodeArgs,
-        agentCli,
-        'run',
-        '--data-dir',
-        join(dir, 'agent'),
-        '--platform-url',
-        platform.url,
-        '--ca',
-        join(dir, 'ca.pem'),
-        '--sn',
-        'FOOTPRINT-1',
-        '--hal',
-        'simulated',
-        '--connectors',
-        '2',
-        '--config',
-        config,
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...agentEnv } },
-    );
-    bare = spawn(process.execPath, ['-e', 'setInterval(()=>{},1000)'], { stdio: 'ignore' });
+    const startAgent = (name: string, nodeArgs: readonly string[], env: Record<string, string>) => {
+      const child = spawn(
+        process.execPath,
+        [
+          ...nodeArgs,
+          launcher,
+          'run',
+          '--data-dir',
+          join(dir, name),
+          '--platform-url',
+          platform.url,
+          '--ca',
+          join(dir, 'ca.pem'),
+          '--sn',
+          `FOOTPRINT-${name}`,
+          '--hal',
+          'simulated',
+          '--connectors',
+          '2',
+          '--config',
+          config,
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } },
+      );
+      children.push(child);
+      return child;
+    };
+    const plain = startAgent('plain', [], {});
+    const asUnit = startAgent('unit', unit.nodeArgs, unit.env);
+    const bare = spawn(process.execPath, ['-e', 'setInterval(()=>{},1000)'], { stdio: 'ignore' });
+    children.push(bare);
     await sleep(30_000);
-    const agentSamples: ProcessSample[] = [];
-    const bareSamples: ProcessSample[] = [];
+    const watched = [bare, plain, asUnit];
+    const samples: ProcessSample[][] = watched.map(() => []);
     const end = Date.now() + minutes * 60_000;
-    while (Date.now() < end) {
-      agentSamples.push(sampleProcess(agent.pid!));
-      bareSamples.push(sampleProcess(bare.pid!));
+    for (;;) {
+      watched.forEach((child, i) => {
+        if (child.exitCode !== null) throw new Error(`a measured process exited (${child.exitCode})`);
+        samples[i]!.push(sampleProcess(child.pid!));
+      });
+      if (Date.now() >= end) break;
       await sleep(5_000);
     }
-    agentSamples.push(sampleProcess(agent.pid!));
-    bareSamples.push(sampleProcess(bare.pid!));
-
-    const exited = new Promise((r) => agent!.once('exit', r));
-    agent.kill('SIGTERM');
-    await exited;
+    for (const agent of [plain, asUnit]) {
+      const exited = new Promise((r) => agent.once('exit', r));
+      agent.kill('SIGTERM');
+      await exited;
+    }
     const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true });
     const telemetry = (db.prepare('SELECT COUNT(*) AS n FROM telemetry').get() as { n: number }).n;
     db.close();
+    const [bareNode, nodeDefaults, unitStarted] = samples.map(summarizeSamples) as [
+      ReturnType<typeof summarizeSamples>,
+      ReturnType<typeof summarizeSamples>,
+      ReturnType<typeof summarizeSamples>,
+    ];
+    const over = (s: typeof bareNode) => Math.round((s.rss_mean_mib - bareNode.rss_mean_mib) * 10) / 10;
     return {
       minutes,
-      agent: summarizeSamples(agentSamples),
-      bare_node: summarizeSamples(bareSamples),
+      node: process.version,
+      unit: { node_args: unit.nodeArgs, env: unit.env },
+      bare_node: bareNode,
+      agent_node_defaults: nodeDefaults,
+      agent_as_unit: unitStarted,
+      over_bare_mib: { node_defaults: over(nodeDefaults), as_unit: over(unitStarted) },
+      goal_over_bare_mib: FOOTPRINT_GOAL_OVER_BARE_MIB,
+      goal_met: over(unitStarted) <= FOOTPRINT_GOAL_OVER_BARE_MIB,
       telemetry_records_stored: telemetry,
     };
   } finally {
-    bare?.kill('SIGKILL');
-    if (agent && agent.exitCode === null) agent.kill('SIGKILL');
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await platform.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = benchArgsOrExit({
-    usage: `Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10]
-  RSS and CPU of one charger-agent at cadence beside a bare Node process`,
+  const { values, texts } = benchArgsOrExit({
+    usage: `Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10] [--bundle DIR]
+  RSS and CPU of the agent bundle at cadence, started plainly and as its systemd unit starts it, beside a bare
+  Node process (build the bundle first: npm run build:agent)`,
     options: { minutes: { default: 10, help: 'minutes measured after a 30 s warm-up' } },
+    texts: { bundle: { value: 'DIR', help: 'the agent bundle (default dist-agent/)' } },
   });
-  const agent = process.env.FOOTPRINT_AGENT || AGENT_CLI;
-  const nodeArgs = (process.env.FOOTPRINT_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const agentEnv = Object.fromEntries(
-    (process.env.FOOTPRINT_AGENT_ENV ?? '')
-      .split(' ')
-      .filter(Boolean)
-      .map((kv) => kv.split('=', 2) as [string, string]),
-  );
   process.stdout.write(
-    `${JSON.stringify(await measureAgentFootprint(values.minutes, agent, nodeArgs, agentEnv), null, 2)}\n`,
+    `${JSON.stringify(await measureAgentFootprint(values.minutes, texts.bundle ?? DEFAULT_BUNDLE), null, 2)}\n`,
   );
 }

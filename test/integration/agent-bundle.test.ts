@@ -134,11 +134,14 @@ describe('npm run build:agent', () => {
       }
     }
     // esbuild names every module it bundles in a `// path` comment: only agent/, shared/ and packages.
-    const modules = readFileSync(path.join(bundle, 'agent', 'charger-agent.mjs'), 'utf8')
-      .split('\n')
+    // The entry and its chunks (the technician commands are split out, loaded on use).
+    const modules = readdirSync(path.join(bundle, 'agent'))
+      .filter((f) => f.endsWith('.mjs'))
+      .flatMap((f) => readFileSync(path.join(bundle, 'agent', f), 'utf8').split('\n'))
       .filter((line) => /^\/\/ [\w@.-]+\/\S+\.(c|m)?[jt]s$/.test(line))
       .map((line) => line.slice(3));
     expect(modules).toContain('agent/cli.ts');
+    expect(modules).toContain('agent/technician-diag.ts');
     expect(modules.filter((m) => !/^(agent|shared|node_modules)\//.test(m))).toEqual([]);
   });
 
