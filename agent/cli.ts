@@ -29,13 +29,13 @@ import {
   resolveRunConfig,
 } from './agent-config.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, isAgentFatalError } from './agent-errors.js';
-import { startAgent } from './agent-runtime.js';
 import type { Hal } from './hal.js';
 import { loadHal } from './hal-loader.js';
 import { createAgentLogger } from './logger.js';
+import { startAgent } from './runtime/agent-runtime.js';
 // The technician commands are loaded when one runs, never by `run`: the agent at cadence does not carry their
 // code (diag alone brings all of undici and more schemas; docs/benchmarks.md, "Agent footprint").
-import { DEFAULT_DIAG_TIMEOUT_MS, TECH_EXIT } from './technician-store.js';
+import { DEFAULT_DIAG_TIMEOUT_MS, TECH_EXIT } from './technician/read-store.js';
 import { AGENT_VERSION } from './version.js';
 
 function fail(message: string, code: number): never {
@@ -168,13 +168,13 @@ interface TechOptions {
 
 /** Opens the store for a technician command, or prints why it cannot and exits. */
 async function storeFor(name: string, options: TechOptions) {
-  const { openStoreForReading } = await import('./technician-store.js');
+  const { openStoreForReading } = await import('./technician/read-store.js');
   const access = openStoreForReading(options.dataDir);
   if (access.ok) return access.store;
   const missing = access.reason === 'missing' || access.reason === 'uninitialised';
   const code = missing ? TECH_EXIT.notRegistered : TECH_EXIT.failure;
   if (name === 'status' && missing) {
-    const { noStoreReport, renderNoStore } = await import('./technician-status.js');
+    const { noStoreReport, renderNoStore } = await import('./technician/status.js');
     const report = noStoreReport(options.dataDir, access.message);
     return finish(options.json ? asJson(report) : renderNoStore(report), code);
   }
@@ -186,7 +186,7 @@ async function storeFor(name: string, options: TechOptions) {
 }
 
 async function status(options: TechOptions): Promise<void> {
-  const { collectStatus, renderStatus, statusExitCode } = await import('./technician-status.js');
+  const { collectStatus, renderStatus, statusExitCode } = await import('./technician/status.js');
   const store = await storeFor('status', options);
   const report = collectStatus(store, { dataDir: options.dataDir });
   store.close();
@@ -202,13 +202,13 @@ async function diag(options: TechOptions & { timeout?: string }): Promise<void> 
     }
     timeoutMs = Math.round(seconds * 1000);
   }
-  const { renderDiag, runDiag } = await import('./technician-diag.js');
+  const { renderDiag, runDiag } = await import('./technician/diag.js');
   const { report, exitCode } = await runDiag({ dataDir: options.dataDir, timeoutMs });
   await finish(options.json ? asJson(report) : renderDiag(report), exitCode);
 }
 
 async function schedules(options: TechOptions): Promise<void> {
-  const { collectSchedules, renderSchedules } = await import('./technician-listings.js');
+  const { collectSchedules, renderSchedules } = await import('./technician/listings.js');
   const store = await storeFor('schedules', options);
   const report = collectSchedules(store);
   store.close();
@@ -223,7 +223,7 @@ async function commands(options: TechOptions & { limit?: string }): Promise<void
     }
     limit = Number(options.limit);
   }
-  const { collectCommands, renderCommands } = await import('./technician-listings.js');
+  const { collectCommands, renderCommands } = await import('./technician/listings.js');
   const store = await storeFor('commands', options);
   const report = collectCommands(store, limit);
   store.close();

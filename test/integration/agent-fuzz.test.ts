@@ -5,10 +5,10 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/agent-runtime.js';
-import { agentStoreFile, openAgentStore } from '../../agent/agent-store.js';
+import type { OutboxKind } from '../../agent/core/outbox-policy.js';
 import type { ConnectorInfo, Hal } from '../../agent/hal.js';
-import type { OutboxKind } from '../../agent/outbox-policy.js';
+import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/runtime/agent-runtime.js';
+import { agentStoreFile, openAgentStore } from '../../agent/store/agent-store.js';
 import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 import { CommandParams } from '../../shared/commands.js';
 import {

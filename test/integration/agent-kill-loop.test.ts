@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentStoreFile, openAgentStore } from '../../agent/agent-store.js';
+import { agentStoreFile, openAgentStore } from '../../agent/store/agent-store.js';
 import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
 import { createSeededRandom } from '../../simulators/seeded-random.js';
 import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';

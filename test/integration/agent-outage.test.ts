@@ -1,7 +1,7 @@
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AgentRuntime, startAgent } from '../../agent/agent-runtime.js';
-import { instantAtWallClock, localDayAt } from '../../agent/zoned-time.js';
+import { instantAtWallClock, localDayAt } from '../../agent/core/zoned-time.js';
+import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulated-hal.js';
 import {
   offsetClock,

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openAgentStore } from '../../agent/agent-store.js';
+import { openAgentStore } from '../../agent/store/agent-store.js';
 import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 

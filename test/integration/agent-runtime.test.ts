@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AgentRuntime, startAgent } from '../../agent/agent-runtime.js';
-import { agentStoreFile } from '../../agent/agent-store.js';
+import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
+import { agentStoreFile } from '../../agent/store/agent-store.js';
 import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulated-hal.js';
 import { quietLogger, tempDir, waitFor } from '../helpers/agent.js';
 import { createTenant, operatorToken, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -309,7 +309,7 @@ describe('agent runtime against a real platform', () => {
   it('sends an offline heartbeat and leaves nothing in the outbox when stopped', async () => {
     await agent.stop();
     expect((await device()).status).toBe('offline');
-    const { openAgentStore } = await import('../../agent/agent-store.js');
+    const { openAgentStore } = await import('../../agent/store/agent-store.js');
     const store = openAgentStore(tmp.dir, { readonly: true });
     expect(store.outbox.size().items).toBe(0);
     expect(store.getState('agent_process')?.stoppedAt).toBeDefined();

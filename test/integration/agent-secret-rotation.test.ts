@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type AgentRuntime, startAgent } from '../../agent/agent-runtime.js';
-import { type Identity, openAgentStore } from '../../agent/agent-store.js';
+import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
+import { type Identity, openAgentStore } from '../../agent/store/agent-store.js';
 import { createSimulatedHal } from '../../simulators/simulated-hal.js';
 import { offsetClock, quietLogger, tempDir, waitFor } from '../helpers/agent.js';
 import { type AnswerCutter, answerCutter } from '../helpers/answer-cutter.js';

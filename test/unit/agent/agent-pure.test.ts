@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import type { SessionRow } from '../../../agent/agent-store.js';
-import { decideConnector, planActions } from '../../../agent/connector-policy.js';
-import { toDeviceEvent } from '../../../agent/device-events.js';
-import type { ConnectorInfo, ConnectorReading } from '../../../agent/hal.js';
-import { deviceStatusOf, measureSkewMs } from '../../../agent/heartbeat-loop.js';
-import type { FlexibilityLimit } from '../../../agent/schedule-engine.js';
+import { decideConnector, planActions } from '../../../agent/core/connector-policy.js';
+import { toDeviceEvent } from '../../../agent/core/device-events.js';
+import type { FlexibilityLimit } from '../../../agent/core/schedule-engine.js';
 import {
   advanceSession,
   openSession,
   readingBreaksSession,
   toChargingRecord,
-} from '../../../agent/sessions.js';
-import { telemetryDue, toTelemetryRecord } from '../../../agent/telemetry.js';
+} from '../../../agent/core/sessions.js';
+import { telemetryDue, toTelemetryRecord } from '../../../agent/core/telemetry.js';
+import type { ConnectorInfo, ConnectorReading } from '../../../agent/hal.js';
+import { deviceStatusOf, measureSkewMs } from '../../../agent/link/heartbeat-loop.js';
+import type { SessionRow } from '../../../agent/store/agent-store.js';
 import { ChargingRecordUpload } from '../../../shared/device-api.js';
 
 const T0 = Date.parse('2026-04-01T10:00:00Z');

@@ -8,7 +8,7 @@ import {
   agentStoreFile,
   openAgentStore,
   type SessionRow,
-} from '../../../agent/agent-store.js';
+} from '../../../agent/store/agent-store.js';
 import { tempDir } from '../../helpers/agent.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00Z');

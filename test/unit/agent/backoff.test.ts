@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextDelayMs } from '../../../agent/backoff.js';
+import { nextDelayMs } from '../../../agent/core/backoff.js';
 
 const base = { baseMs: 1_000, capMs: 60_000 };
 const fixed = (value: number) => () => value;

@@ -1,15 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
 import { systemClock } from '../../../agent/clock.js';
+import type { ConnectorInfo } from '../../../agent/hal.js';
+import type { IncomingCommand } from '../../../agent/link/platform-client.js';
 import {
   type CommandExecutor,
   checkCommand,
   createCommandExecutor,
-} from '../../../agent/command-executor.js';
-import { type ControlLoop, createControlLoop } from '../../../agent/control-loop.js';
-import type { ConnectorInfo } from '../../../agent/hal.js';
-import type { IncomingCommand } from '../../../agent/platform-client.js';
-import { createSerialRunner } from '../../../agent/serial-runner.js';
+} from '../../../agent/runtime/command-executor.js';
+import { type ControlLoop, createControlLoop } from '../../../agent/runtime/control-loop.js';
+import { createSerialRunner } from '../../../agent/runtime/serial-runner.js';
+import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import { createSimulatedHal, type SimulatedHal } from '../../../simulators/simulated-hal.js';
 import { command, quietLogger, tempDir } from '../../helpers/agent.js';
 

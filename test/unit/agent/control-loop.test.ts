@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
 import { systemClock } from '../../../agent/clock.js';
-import { type ControlLoop, createControlLoop } from '../../../agent/control-loop.js';
+import type { StoredSchedule } from '../../../agent/core/schedule-engine.js';
 import type { ConnectorHardwareState, ConnectorInfo } from '../../../agent/hal.js';
-import type { StoredSchedule } from '../../../agent/schedule-engine.js';
-import { createSerialRunner } from '../../../agent/serial-runner.js';
+import { type ControlLoop, createControlLoop } from '../../../agent/runtime/control-loop.js';
+import { createSerialRunner } from '../../../agent/runtime/serial-runner.js';
+import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import { createSimulatedHal, type SimulatedHal } from '../../../simulators/simulated-hal.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
 

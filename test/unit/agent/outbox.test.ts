@@ -3,8 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createOutbox, migrateOutbox, type OutboxItemInput } from '../../../agent/outbox.js';
-import { groupByKind, type OutboxKind, planDrops, type QueuedItem } from '../../../agent/outbox-policy.js';
+import {
+  groupByKind,
+  type OutboxKind,
+  planDrops,
+  type QueuedItem,
+} from '../../../agent/core/outbox-policy.js';
+import { createOutbox, migrateOutbox, type OutboxItemInput } from '../../../agent/store/outbox.js';
 
 describe('planDrops', () => {
   const item = (seq: number, kind: OutboxKind, bytes = 10): QueuedItem => ({ seq, kind, bytes });

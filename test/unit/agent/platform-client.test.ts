@@ -2,10 +2,8 @@ import { createServer } from 'node:http';
 import { MockAgent, Pool } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentFatalError, EXIT_IDENTITY_REFUSED } from '../../../agent/agent-errors.js';
-import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
 import type { Clock } from '../../../agent/clock.js';
-import { checkCommand } from '../../../agent/command-executor.js';
-import { createDeviceCredentials, renewMarginMs } from '../../../agent/device-credentials.js';
+import { createDeviceCredentials, renewMarginMs } from '../../../agent/link/device-credentials.js';
 import {
   createPlatformClient,
   failureOf,
@@ -13,7 +11,9 @@ import {
   PlatformError,
   parseRetryAfter,
   type TokenSource,
-} from '../../../agent/platform-client.js';
+} from '../../../agent/link/platform-client.js';
+import { checkCommand } from '../../../agent/runtime/command-executor.js';
+import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import { signRequest } from '../../../shared/request-signing.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
 

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
 import { systemClock } from '../../../agent/clock.js';
 import type { ConnectorInfo } from '../../../agent/hal.js';
-import { createSampler } from '../../../agent/sampler.js';
-import type { Uplink } from '../../../agent/uplink.js';
+import type { Uplink } from '../../../agent/link/uplink.js';
+import { createSampler } from '../../../agent/runtime/sampler.js';
+import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import type { TelemetryRecord } from '../../../shared/device-api.js';
 import { createSimulatedHal, type SimulatedHal } from '../../../simulators/simulated-hal.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';

@@ -4,7 +4,7 @@ import {
   evaluateConnector,
   type FlexibilityLimit,
   type StoredSchedule,
-} from '../../../agent/schedule-engine.js';
+} from '../../../agent/core/schedule-engine.js';
 import type { TimeSlot } from '../../../shared/schedule.js';
 
 const BERLIN = 'Europe/Berlin';

@@ -5,7 +5,7 @@ import {
   evaluateConnector,
   type FlexibilityLimit,
   type StoredSchedule,
-} from '../../../agent/schedule-engine.js';
+} from '../../../agent/core/schedule-engine.js';
 import type { DayOfWeek, TimeSlot } from '../../../shared/schedule.js';
 import {
   localDateOf,

@@ -1,16 +1,16 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AgentStore, type Identity, openAgentStore } from '../../../agent/agent-store.js';
 import type { Clock } from '../../../agent/clock.js';
-import { createDeviceCredentials, type DeviceCredentials } from '../../../agent/device-credentials.js';
-import { createPlatformClient, type DeviceApi, PlatformError } from '../../../agent/platform-client.js';
+import { createDeviceCredentials, type DeviceCredentials } from '../../../agent/link/device-credentials.js';
+import { createPlatformClient, type DeviceApi, PlatformError } from '../../../agent/link/platform-client.js';
 import {
   createSecretRotation,
   DEFAULT_SECRET_ROTATION_DAYS,
   type RotationStep,
   rotationStep,
   secretsToTry,
-} from '../../../agent/secret-rotation.js';
+} from '../../../agent/link/secret-rotation.js';
+import { type AgentStore, type Identity, openAgentStore } from '../../../agent/store/agent-store.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
 
 const DAY = 86_400_000;

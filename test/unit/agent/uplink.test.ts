@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type AgentStore, openAgentStore } from '../../../agent/agent-store.js';
 import { systemClock } from '../../../agent/clock.js';
-import { type DeviceApi, PlatformError } from '../../../agent/platform-client.js';
-import { createUplink, offendingIndex } from '../../../agent/uplink.js';
+import { type DeviceApi, PlatformError } from '../../../agent/link/platform-client.js';
+import { createUplink, offendingIndex } from '../../../agent/link/uplink.js';
+import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import type { TelemetryRecord } from '../../../shared/device-api.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
 

@@ -5,7 +5,7 @@ import {
   utcOffsetMs,
   wallClockAt,
   weekdayOf,
-} from '../../../agent/zoned-time.js';
+} from '../../../agent/core/zoned-time.js';
 
 const at = (day: number, minute: number, tz: string) =>
   new Date(instantAtWallClock(day, minute, tz)).toISOString();

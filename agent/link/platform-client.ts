@@ -28,13 +28,13 @@ import {
   TelemetryBatchAccepted,
   type TelemetryRecord,
   UploadAccepted,
-} from '../shared/device-api.js';
-import { ErrorResponse, envelopeOf } from '../shared/envelope.js';
-import { ERROR_HTTP_STATUS, ErrorCode } from '../shared/error-codes.js';
-import { Identifier, Timestamp } from '../shared/primitives.js';
-import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../shared/request-signing.js';
+} from '../../shared/device-api.js';
+import { ErrorResponse, envelopeOf } from '../../shared/envelope.js';
+import { ERROR_HTTP_STATUS, ErrorCode } from '../../shared/error-codes.js';
+import { Identifier, Timestamp } from '../../shared/primitives.js';
+import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../../shared/request-signing.js';
+import { AGENT_VERSION } from '../version.js';
 import { Agent, getGlobalDispatcher } from './undici-parts.js';
-import { AGENT_VERSION } from './version.js';
 
 export type FailureKind =
   /** No HTTP answer: DNS, TCP, TLS, reset, timeout. */

@@ -27,13 +27,19 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
-import { DeviceToken } from '../shared/device-api.js';
-import { ErrorResponse, envelopeOf } from '../shared/envelope.js';
-import { CLOCK_SKEW_WARN_SECONDS } from '../shared/limits.js';
-import { Timestamp } from '../shared/primitives.js';
-import { AGENT_SCHEMA_VERSION, type AgentStore, agentStoreFile, type Identity } from './agent-store.js';
-import { LOG_DIR, LOG_FILE } from './logger.js';
-import { bytes, clip, duration, signedSeconds } from './technician-format.js';
+import { DeviceToken } from '../../shared/device-api.js';
+import { ErrorResponse, envelopeOf } from '../../shared/envelope.js';
+import { CLOCK_SKEW_WARN_SECONDS } from '../../shared/limits.js';
+import { Timestamp } from '../../shared/primitives.js';
+import { LOG_DIR, LOG_FILE } from '../logger.js';
+import {
+  AGENT_SCHEMA_VERSION,
+  type AgentStore,
+  agentStoreFile,
+  type Identity,
+} from '../store/agent-store.js';
+import { AGENT_VERSION } from '../version.js';
+import { bytes, clip, duration, signedSeconds } from './format.js';
 import {
   agentProcessState,
   DEFAULT_DIAG_TIMEOUT_MS,
@@ -41,8 +47,7 @@ import {
   openStoreForReading,
   type StoreAccess,
   TECH_EXIT,
-} from './technician-store.js';
-import { AGENT_VERSION } from './version.js';
+} from './read-store.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 

@@ -12,9 +12,10 @@
  *
  * Whatever the moment of a power cut, the store holds a secret the platform accepts.
  */
-import type { Identity } from './agent-store.js';
-import { nextDelayMs } from './backoff.js';
-import type { Clock } from './clock.js';
+
+import type { Clock } from '../clock.js';
+import { nextDelayMs } from '../core/backoff.js';
+import type { Identity } from '../store/agent-store.js';
 import type { DeviceCredentials } from './device-credentials.js';
 import { type DeviceApi, isPlatformError } from './platform-client.js';
 

@@ -11,10 +11,10 @@
  * Neither the device secret nor the access token is ever printed.
  */
 
-import { CLOCK_SKEW_WARN_SECONDS, ONLINE_WINDOW_SECONDS } from '../shared/limits.js';
-import type { AgentStore } from './agent-store.js';
-import { agentStoreFile, type ConnectorSnapshot, type JournalEntry } from './agent-store.js';
-import { OUTBOX_KINDS, type OutboxKind } from './outbox-policy.js';
+import { CLOCK_SKEW_WARN_SECONDS, ONLINE_WINDOW_SECONDS } from '../../shared/limits.js';
+import { OUTBOX_KINDS, type OutboxKind } from '../core/outbox-policy.js';
+import type { AgentStore } from '../store/agent-store.js';
+import { agentStoreFile, type ConnectorSnapshot, type JournalEntry } from '../store/agent-store.js';
 import {
   bytes,
   clip,
@@ -26,19 +26,9 @@ import {
   signedSeconds,
   table,
   when,
-} from './technician-format.js';
-import {
-  type ConnectorPolicyView,
-  connectorPolicy,
-  describeMode,
-  isLimitActive,
-} from './technician-policy.js';
-import {
-  type AgentProcessState,
-  agentProcessState,
-  isAgentProcessAlive,
-  TECH_EXIT,
-} from './technician-store.js';
+} from './format.js';
+import { type ConnectorPolicyView, connectorPolicy, describeMode, isLimitActive } from './policy.js';
+import { type AgentProcessState, agentProcessState, isAgentProcessAlive, TECH_EXIT } from './read-store.js';
 
 export type StatusState = 'healthy' | 'degraded' | 'not_registered' | 'no_store';
 

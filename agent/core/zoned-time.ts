@@ -9,7 +9,7 @@
  *   which is the transition instant itself (Berlin 2026-03-29 02:30 → 01:00Z, shown locally as 03:00);
  * - a wall-clock time that occurs twice (fall back) maps to its first occurrence.
  */
-import type { DayOfWeek } from '../shared/schedule.js';
+import type { DayOfWeek } from '../../shared/schedule.js';
 
 export const MS_PER_MINUTE = 60_000;
 export const MS_PER_HOUR = 3_600_000;

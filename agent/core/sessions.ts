@@ -11,10 +11,10 @@
  * for a session that only exported, the largest export as a negative number.
  */
 import { randomBytes } from 'node:crypto';
-import type { ChargingRecordUpload } from '../shared/device-api.js';
-import type { SessionRow } from './agent-store.js';
-import { iso } from './clock.js';
-import type { ConnectorReading } from './hal.js';
+import type { ChargingRecordUpload } from '../../shared/device-api.js';
+import { iso } from '../clock.js';
+import type { ConnectorReading } from '../hal.js';
+import type { SessionRow } from '../store/agent-store.js';
 
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 

@@ -23,14 +23,14 @@ import type {
   CommandStatusReport,
   DeviceEvent,
   TelemetryRecord,
-} from '../shared/device-api.js';
-import { CHARGING_RECORDS_BATCH_MAX, EVENTS_BATCH_MAX, TELEMETRY_BATCH_MAX } from '../shared/limits.js';
-import { AgentFatalError } from './agent-errors.js';
-import type { AgentStore } from './agent-store.js';
-import { DEFAULT_BACKOFF, nextDelayMs } from './backoff.js';
-import { type Clock, createWakeup, iso, sleep } from './clock.js';
-import type { OutboxItem } from './outbox.js';
-import type { OutboxKind } from './outbox-policy.js';
+} from '../../shared/device-api.js';
+import { CHARGING_RECORDS_BATCH_MAX, EVENTS_BATCH_MAX, TELEMETRY_BATCH_MAX } from '../../shared/limits.js';
+import { AgentFatalError } from '../agent-errors.js';
+import { type Clock, createWakeup, iso, sleep } from '../clock.js';
+import { DEFAULT_BACKOFF, nextDelayMs } from '../core/backoff.js';
+import type { OutboxKind } from '../core/outbox-policy.js';
+import type { AgentStore } from '../store/agent-store.js';
+import type { OutboxItem } from '../store/outbox.js';
 import { type DeviceApi, isPlatformError, type PlatformError } from './platform-client.js';
 
 /** How many outbox items the flusher looks at to assemble one request. */

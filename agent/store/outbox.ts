@@ -15,7 +15,7 @@ import {
   type OutboxUsage,
   planDrops,
   type QueuedItem,
-} from './outbox-policy.js';
+} from '../core/outbox-policy.js';
 
 type Db = BetterSqlite3.Database;
 

@@ -27,17 +27,17 @@ import {
   SetScheduleParams,
   StartParams,
   StopParams,
-} from '../shared/commands.js';
-import type { ReportedCommandStatus } from '../shared/device-api.js';
-import { REASON_MAX_LENGTH } from '../shared/limits.js';
-import { CommandName } from '../shared/resources.js';
-import { validate } from '../shared/validation.js';
-import type { AgentStore, JournalEntry } from './agent-store.js';
-import { type Clock, iso } from './clock.js';
-import type { ConnectorOverride } from './connector-policy.js';
+} from '../../shared/commands.js';
+import type { ReportedCommandStatus } from '../../shared/device-api.js';
+import { REASON_MAX_LENGTH } from '../../shared/limits.js';
+import { CommandName } from '../../shared/resources.js';
+import { validate } from '../../shared/validation.js';
+import { type Clock, iso } from '../clock.js';
+import type { ConnectorOverride } from '../core/connector-policy.js';
+import type { ConnectorInfo, ConnectorReading, Hal } from '../hal.js';
+import type { IncomingCommand } from '../link/platform-client.js';
+import type { AgentStore, JournalEntry } from '../store/agent-store.js';
 import type { ControlLoop } from './control-loop.js';
-import type { ConnectorInfo, ConnectorReading, Hal } from './hal.js';
-import type { IncomingCommand } from './platform-client.js';
 import type { SerialRunner } from './serial-runner.js';
 
 export type ParsedCommand =

@@ -4,16 +4,12 @@
  * `charger-agent commands --data-dir DIR [--limit N] [--json]`: the command journal, newest first.
  * Both read the store only (read-only, also while the agent runs).
  */
-import type { AgentStore } from './agent-store.js';
-import type { ConnectorOverride } from './connector-policy.js';
-import { effectiveWindowOf, type StoredSchedule } from './schedule-engine.js';
-import { clip, isoShort, kw, relative, table, when } from './technician-format.js';
-import {
-  type ConnectorPolicyView,
-  connectorPolicy,
-  describeMode,
-  isLimitActive,
-} from './technician-policy.js';
+
+import type { ConnectorOverride } from '../core/connector-policy.js';
+import { effectiveWindowOf, type StoredSchedule } from '../core/schedule-engine.js';
+import type { AgentStore } from '../store/agent-store.js';
+import { clip, isoShort, kw, relative, table, when } from './format.js';
+import { type ConnectorPolicyView, connectorPolicy, describeMode, isLimitActive } from './policy.js';
 
 export interface ScheduleView {
   schedule: StoredSchedule;

@@ -2,10 +2,10 @@
  * Telemetry as DESIGN.md §7 asks: every 5 s while charging or discharging, at once on every state change, and
  * every 60 s otherwise. Pure: the sampler decides with these and the readings it took.
  */
-import { TelemetryRecord } from '../shared/device-api.js';
-import { TELEMETRY_INTERVAL_ACTIVE_SECONDS, TELEMETRY_INTERVAL_IDLE_SECONDS } from '../shared/limits.js';
-import { iso } from './clock.js';
-import type { ConnectorHardwareState, ConnectorReading } from './hal.js';
+import { TelemetryRecord } from '../../shared/device-api.js';
+import { TELEMETRY_INTERVAL_ACTIVE_SECONDS, TELEMETRY_INTERVAL_IDLE_SECONDS } from '../../shared/limits.js';
+import { iso } from '../clock.js';
+import type { ConnectorHardwareState, ConnectorReading } from '../hal.js';
 
 export interface TelemetryIntervals {
   activeMs: number;

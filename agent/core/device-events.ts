@@ -4,9 +4,9 @@
  * changes are not events: telemetry carries them.
  */
 import { randomBytes } from 'node:crypto';
-import type { DeviceEvent } from '../shared/device-api.js';
-import { iso } from './clock.js';
-import type { HardwareEvent } from './hal.js';
+import type { DeviceEvent } from '../../shared/device-api.js';
+import { iso } from '../clock.js';
+import type { HardwareEvent } from '../hal.js';
 
 /** Unique per charger: the platform ignores a repeated event_id, so replays after a crash are harmless. */
 export function newEventId(atMs: number, random = () => randomBytes(4).toString('hex')): string {

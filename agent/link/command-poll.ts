@@ -7,10 +7,10 @@
  * through the outbox) rather than spin.
  */
 import type { Logger } from 'pino';
-import { AgentFatalError } from './agent-errors.js';
-import { nextDelayMs } from './backoff.js';
-import { type Clock, sleep } from './clock.js';
-import type { CommandExecutor } from './command-executor.js';
+import { AgentFatalError } from '../agent-errors.js';
+import { type Clock, sleep } from '../clock.js';
+import { nextDelayMs } from '../core/backoff.js';
+import type { CommandExecutor } from '../runtime/command-executor.js';
 import { type DeviceApi, isPlatformError } from './platform-client.js';
 
 export const DEFAULT_POLL_WAIT_SECONDS = 25;

@@ -3,10 +3,11 @@
  * control loop makes (`decideConnector`: override, schedules, flexibility limits), evaluated from the stored
  * state at the current instant — so `status` answers correctly even while the agent is stopped.
  */
-import type { ConnectorSnapshot, StoredLimit } from './agent-store.js';
-import { type ConnectorOverride, type ConnectorTarget, decideConnector } from './connector-policy.js';
-import type { ConnectorInfo, ConnectorReading } from './hal.js';
-import type { StoredSchedule } from './schedule-engine.js';
+
+import { type ConnectorOverride, type ConnectorTarget, decideConnector } from '../core/connector-policy.js';
+import type { StoredSchedule } from '../core/schedule-engine.js';
+import type { ConnectorInfo, ConnectorReading } from '../hal.js';
+import type { ConnectorSnapshot, StoredLimit } from '../store/agent-store.js';
 
 export interface InForce {
   mode: ConnectorTarget['mode'];

@@ -7,14 +7,14 @@
  * instead of heartbeating in lockstep; failures retry sooner, with jittered backoff capped at the period.
  */
 import type { Logger } from 'pino';
-import { CLOCK_SKEW_WARN_SECONDS, HEARTBEAT_INTERVAL_SECONDS } from '../shared/limits.js';
-import type { HeartbeatStatus } from '../shared/primitives.js';
-import { AgentFatalError } from './agent-errors.js';
-import type { AgentStore } from './agent-store.js';
-import { nextDelayMs } from './backoff.js';
-import { type Clock, iso, sleep } from './clock.js';
-import type { CommandExecutor } from './command-executor.js';
-import type { ConnectorReading, Hal } from './hal.js';
+import { CLOCK_SKEW_WARN_SECONDS, HEARTBEAT_INTERVAL_SECONDS } from '../../shared/limits.js';
+import type { HeartbeatStatus } from '../../shared/primitives.js';
+import { AgentFatalError } from '../agent-errors.js';
+import { type Clock, iso, sleep } from '../clock.js';
+import { nextDelayMs } from '../core/backoff.js';
+import type { ConnectorReading, Hal } from '../hal.js';
+import type { CommandExecutor } from '../runtime/command-executor.js';
+import type { AgentStore } from '../store/agent-store.js';
 import { type DeviceApi, isPlatformError } from './platform-client.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = HEARTBEAT_INTERVAL_SECONDS * 1000;

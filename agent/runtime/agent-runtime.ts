@@ -16,26 +16,30 @@
  */
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { RegisterRequest } from '../shared/device-api.js';
-import { type AgentFatalError, isAgentFatalError } from './agent-errors.js';
-import { type AgentStore, type Identity, openAgentStore } from './agent-store.js';
-import { DEFAULT_BACKOFF } from './backoff.js';
-import { type Clock, iso, sleep, systemClock } from './clock.js';
+import type { RegisterRequest } from '../../shared/device-api.js';
+import { type AgentFatalError, isAgentFatalError } from '../agent-errors.js';
+import { type Clock, iso, sleep, systemClock } from '../clock.js';
+import { DEFAULT_BACKOFF } from '../core/backoff.js';
+import { bootEvent, newEventId, toDeviceEvent } from '../core/device-events.js';
+import type { OutboxCap, OutboxKind } from '../core/outbox-policy.js';
+import { DEFAULT_TELEMETRY_INTERVALS, type TelemetryIntervals } from '../core/telemetry.js';
+import type { ConnectorInfo, DeviceInfo, Hal, HardwareEvent } from '../hal.js';
+import { runCommandPoll } from '../link/command-poll.js';
+import { createDeviceCredentials, type DeviceCredentials } from '../link/device-credentials.js';
+import {
+  createHeartbeatLoop,
+  DEFAULT_HEARTBEAT_INTERVAL_MS,
+  type HeartbeatLoop,
+} from '../link/heartbeat-loop.js';
+import { createPlatformClient, type DeviceApi, type PlatformClient } from '../link/platform-client.js';
+import { createSecretRotation, DEFAULT_SECRET_ROTATION_DAYS } from '../link/secret-rotation.js';
+import { createUplink, type Uplink, type UplinkStats } from '../link/uplink.js';
+import { type AgentStore, type Identity, openAgentStore } from '../store/agent-store.js';
+import { AGENT_VERSION } from '../version.js';
 import { type CommandExecutor, createCommandExecutor } from './command-executor.js';
-import { runCommandPoll } from './command-poll.js';
 import { type ControlLoop, createControlLoop, DEFAULT_SAFETY_INTERVAL_MS } from './control-loop.js';
-import { createDeviceCredentials, type DeviceCredentials } from './device-credentials.js';
-import { bootEvent, newEventId, toDeviceEvent } from './device-events.js';
-import type { ConnectorInfo, DeviceInfo, Hal, HardwareEvent } from './hal.js';
-import { createHeartbeatLoop, DEFAULT_HEARTBEAT_INTERVAL_MS, type HeartbeatLoop } from './heartbeat-loop.js';
-import type { OutboxCap, OutboxKind } from './outbox-policy.js';
-import { createPlatformClient, type DeviceApi, type PlatformClient } from './platform-client.js';
 import { createSampler, PERSIST_INTERVAL_MS, type Sampler } from './sampler.js';
-import { createSecretRotation, DEFAULT_SECRET_ROTATION_DAYS } from './secret-rotation.js';
 import { createSerialRunner, type SerialRunner } from './serial-runner.js';
-import { DEFAULT_TELEMETRY_INTERVALS, type TelemetryIntervals } from './telemetry.js';
-import { createUplink, type Uplink, type UplinkStats } from './uplink.js';
-import { AGENT_VERSION } from './version.js';
 
 const DAY_MS = 86_400_000;
 /** Journal entries, closed sessions and ended limits are kept this long after they stop mattering. */

@@ -13,12 +13,8 @@
  * closed twice.
  */
 import type { Logger } from 'pino';
-import type { TelemetryRecord } from '../shared/device-api.js';
-import type { AgentStore, ConnectorSnapshot, SessionRow } from './agent-store.js';
-import { type Clock, iso, type TimerHandle } from './clock.js';
-import type { ControlLoop } from './control-loop.js';
-import type { ConnectorInfo, ConnectorReading, Hal } from './hal.js';
-import { createSerialRunner } from './serial-runner.js';
+import type { TelemetryRecord } from '../../shared/device-api.js';
+import { type Clock, iso, type TimerHandle } from '../clock.js';
 import {
   advanceSession,
   energyDelivered,
@@ -26,15 +22,19 @@ import {
   openSession,
   readingBreaksSession,
   toChargingRecord,
-} from './sessions.js';
+} from '../core/sessions.js';
 import {
   DEFAULT_TELEMETRY_INTERVALS,
   type LastSent,
   type TelemetryIntervals,
   telemetryDue,
   toTelemetryRecord,
-} from './telemetry.js';
-import type { Uplink } from './uplink.js';
+} from '../core/telemetry.js';
+import type { ConnectorInfo, ConnectorReading, Hal } from '../hal.js';
+import type { Uplink } from '../link/uplink.js';
+import type { AgentStore, ConnectorSnapshot, SessionRow } from '../store/agent-store.js';
+import type { ControlLoop } from './control-loop.js';
+import { createSerialRunner } from './serial-runner.js';
 
 export const PERSIST_INTERVAL_MS = 60_000;
 

@@ -15,11 +15,11 @@
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { DeviceToken, RegisterRequest, Registration } from '../shared/device-api.js';
-import { AgentFatalError, EXIT_IDENTITY_REFUSED, EXIT_USAGE } from './agent-errors.js';
-import type { AgentStore, Identity, StoredToken } from './agent-store.js';
-import { DEFAULT_BACKOFF, nextDelayMs } from './backoff.js';
-import { type Clock, iso, sleep } from './clock.js';
+import type { DeviceToken, RegisterRequest, Registration } from '../../shared/device-api.js';
+import { AgentFatalError, EXIT_IDENTITY_REFUSED, EXIT_USAGE } from '../agent-errors.js';
+import { type Clock, iso, sleep } from '../clock.js';
+import { DEFAULT_BACKOFF, nextDelayMs } from '../core/backoff.js';
+import type { AgentStore, Identity, StoredToken } from '../store/agent-store.js';
 import {
   type DeviceApi,
   isPlatformError,

@@ -23,7 +23,7 @@
  * - Flexibility limits cap the magnitude of power flow in both directions (a pause also stops discharge).
  * - A result whose allowed power is 0 is reported as mode `idle`.
  */
-import type { ChargingSchedule, SlotAction, TimeSlot } from '../shared/schedule.js';
+import type { ChargingSchedule, SlotAction, TimeSlot } from '../../shared/schedule.js';
 import {
   instantAtWallClock,
   localDayAt,

@@ -25,18 +25,18 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { ChargingRecordUpload, DeviceEvent, ReportedCommandStatus } from '../shared/device-api.js';
-import { iso } from './clock.js';
-import type { ConnectorOverride } from './connector-policy.js';
-import type { ConnectorHardwareState, ConnectorInfo } from './hal.js';
+import type { ChargingRecordUpload, DeviceEvent, ReportedCommandStatus } from '../../shared/device-api.js';
+import { iso } from '../clock.js';
+import type { ConnectorOverride } from '../core/connector-policy.js';
+import type { OutboxCap } from '../core/outbox-policy.js';
+import type { FlexibilityLimit, StoredSchedule } from '../core/schedule-engine.js';
+import type { ConnectorHardwareState, ConnectorInfo } from '../hal.js';
 import { createOutbox, migrateOutbox, type Outbox, type OutboxItemInput } from './outbox.js';
-import type { OutboxCap } from './outbox-policy.js';
 import {
   addPendingSecretColumns,
   createPendingSecretStore,
   type PendingSecretStore,
 } from './pending-secret-store.js';
-import type { FlexibilityLimit, StoredSchedule } from './schedule-engine.js';
 
 type Db = Database.Database;
 

@@ -11,7 +11,7 @@
  * Flexibility limits (grid operator's caps and pauses) still apply to every override: they are the reason the
  * platform can promise a site or a fleet a ceiling.
  */
-import type { ConnectorInfo, ConnectorReading } from './hal.js';
+import type { ConnectorInfo, ConnectorReading } from '../hal.js';
 import {
   type ConnectorAllowance,
   evaluateConnector,

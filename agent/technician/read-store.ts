@@ -6,7 +6,12 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { AGENT_SCHEMA_VERSION, type AgentStore, agentStoreFile, openAgentStore } from './agent-store.js';
+import {
+  AGENT_SCHEMA_VERSION,
+  type AgentStore,
+  agentStoreFile,
+  openAgentStore,
+} from '../store/agent-store.js';
 
 /** Each network step of `diag` gives up after this long (`--timeout` changes it). */
 export const DEFAULT_DIAG_TIMEOUT_MS = 5_000;

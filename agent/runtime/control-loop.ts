@@ -15,8 +15,7 @@
  * and more precise than cron expressions rebuilt from every schedule.
  */
 import type { Logger } from 'pino';
-import type { AgentStore } from './agent-store.js';
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '../clock.js';
 import {
   type AppliedState,
   type ConnectorTarget,
@@ -25,9 +24,10 @@ import {
   overrideExpired,
   planActions,
   sameTarget,
-} from './connector-policy.js';
-import type { ConnectorInfo, ConnectorReading, Hal } from './hal.js';
-import type { StoredSchedule } from './schedule-engine.js';
+} from '../core/connector-policy.js';
+import type { StoredSchedule } from '../core/schedule-engine.js';
+import type { ConnectorInfo, ConnectorReading, Hal } from '../hal.js';
+import type { AgentStore } from '../store/agent-store.js';
 import type { SerialRunner } from './serial-runner.js';
 
 export const DEFAULT_SAFETY_INTERVAL_MS = 60_000;
