@@ -14,7 +14,26 @@ import { randomBytes } from 'node:crypto';
 import type { ChargingRecordUpload } from '../../shared/device-api.js';
 import { iso } from '../clock.js';
 import type { ConnectorReading } from '../hal.js';
-import type { SessionRow } from '../store/agent-store.js';
+
+/** A charging session as the agent persists it: enough to write its charging record after a power cut. */
+export interface SessionRow {
+  recordId: string;
+  connectorId: number;
+  startedAt: string;
+  endedAt?: string;
+  meterStart: number;
+  meterLast: number;
+  exportStart: number;
+  exportLast: number;
+  socStart?: number;
+  socLast?: number;
+  /** Largest import power seen, kW (≥ 0). */
+  maxPowerKw: number;
+  /** Largest export power seen, as a negative kW (≤ 0). */
+  minPowerKw: number;
+  /** When the progress fields were last written. */
+  updatedAt: string;
+}
 
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 

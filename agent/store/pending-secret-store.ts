@@ -1,20 +1,10 @@
 /**
- * The store's half of two-phase secret rotation (secret-rotation.ts): a rotation's new secret is kept beside
+ * The store's half of two-phase secret rotation (link/secret-rotation.ts): a rotation's new secret is kept beside
  * the confirmed one in the identity row until it has bought a token. Every write is one fsynced commit
  * (`synchronous=FULL`, agent-store.ts), and each names the pending secret it means, so that a step taken on a
  * stale view (a rotation stored a newer secret meanwhile) changes nothing.
  */
 import type Database from 'better-sqlite3';
-
-type Db = Database.Database;
-
-/** Agent store schema step 2: the pending secret and when it was stored (agent clock). */
-export function addPendingSecretColumns(db: Db): void {
-  db.exec(`
-    ALTER TABLE identity ADD COLUMN pending_secret TEXT;
-    ALTER TABLE identity ADD COLUMN pending_since TEXT;
-  `);
-}
 
 export interface PendingSecretStore {
   /** Commits a rotation's new secret beside the confirmed one, which stays until the new one has worked. */

@@ -5,9 +5,10 @@
  */
 
 import { type ConnectorOverride, type ConnectorTarget, decideConnector } from '../core/connector-policy.js';
+import type { StoredLimit } from '../core/limit-policy.js';
 import type { StoredSchedule } from '../core/schedule-engine.js';
 import type { ConnectorInfo, ConnectorReading } from '../hal.js';
-import type { ConnectorSnapshot, StoredLimit } from '../store/agent-store.js';
+import type { ConnectorSnapshot } from '../store/agent-store.js';
 
 export interface InForce {
   mode: ConnectorTarget['mode'];
