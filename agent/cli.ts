@@ -202,7 +202,10 @@ async function diag(options: TechOptions & { timeout?: string }): Promise<void> 
     }
     timeoutMs = Math.round(seconds * 1000);
   }
-  const { renderDiag, runDiag } = await import('./technician/diag.js');
+  const [{ runDiag }, { renderDiag }] = await Promise.all([
+    import('./technician/diag/run-diag.js'),
+    import('./technician/diag/render-diag.js'),
+  ]);
   const { report, exitCode } = await runDiag({ dataDir: options.dataDir, timeoutMs });
   await finish(options.json ? asJson(report) : renderDiag(report), exitCode);
 }
