@@ -12,8 +12,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { CONNECTORS_PER_DEVICE_MAX } from '../shared/limits.js';
 import { Text } from '../shared/primitives.js';
+import { DEFAULT_SECRET_ROTATION_DAYS } from './core/secret-rotation-policy.js';
 import { SIMULATED_HAL_SPEC } from './hal-loader.js';
-import { DEFAULT_SECRET_ROTATION_DAYS } from './link/secret-rotation.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

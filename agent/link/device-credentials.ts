@@ -19,6 +19,7 @@ import type { DeviceToken, RegisterRequest, Registration } from '../../shared/de
 import { AgentFatalError, EXIT_IDENTITY_REFUSED, EXIT_USAGE } from '../agent-errors.js';
 import { type Clock, iso, sleep } from '../clock.js';
 import { DEFAULT_BACKOFF, nextDelayMs } from '../core/backoff.js';
+import { secretsToTry } from '../core/secret-rotation-policy.js';
 import type { AgentStore, Identity, StoredToken } from '../store/agent-store.js';
 import {
   type DeviceApi,
@@ -27,7 +28,6 @@ import {
   PlatformError,
   type TokenSource,
 } from './platform-client.js';
-import { secretsToTry } from './secret-rotation.js';
 
 export interface DeviceCredentialsOptions {
   store: AgentStore;

@@ -15,41 +15,9 @@
 
 import type { Clock } from '../clock.js';
 import { nextDelayMs } from '../core/backoff.js';
-import type { Identity } from '../store/agent-store.js';
+import { rotationStep } from '../core/secret-rotation-policy.js';
 import type { DeviceCredentials } from './device-credentials.js';
 import { type DeviceApi, isPlatformError } from './platform-client.js';
-
-/** Rotation is on unless the configuration says 0. */
-export const DEFAULT_SECRET_ROTATION_DAYS = 90;
-const DAY_MS = 86_400_000;
-
-/** The secrets to offer the token endpoint, in order: a pending (committed, not yet confirmed) one first. */
-export function secretsToTry(identity: Pick<Identity, 'secret' | 'pendingSecret'>): string[] {
-  return identity.pendingSecret !== undefined && identity.pendingSecret !== identity.secret
-    ? [identity.pendingSecret, identity.secret]
-    : [identity.secret];
-}
-
-/**
- * What the rotation check does now: put a stored pending secret to use (whatever the configuration: it is
- * half a rotation the platform has started), ask for a new secret when the current one is `days` old
- * (agent clock; since registration when never rotated), or nothing.
- */
-export type RotationStep = 'none' | 'use_pending' | 'ask';
-
-export function rotationStep(
-  identity: Pick<Identity, 'registeredAt' | 'secretRotatedAt' | 'pendingSecret'> | undefined,
-  days: number,
-  nowMs: number,
-): RotationStep {
-  if (!identity) return 'none';
-  if (identity.pendingSecret !== undefined) return 'use_pending';
-  if (days <= 0) return 'none';
-  const since = Date.parse(identity.secretRotatedAt ?? identity.registeredAt);
-  // An unreadable time (a store edited by hand) rotates rather than never.
-  if (Number.isNaN(since)) return 'ask';
-  return nowMs - since >= days * DAY_MS ? 'ask' : 'none';
-}
 
 export interface SecretRotationOptions {
   credentials: DeviceCredentials;
@@ -66,7 +34,12 @@ export interface SecretRotationOptions {
  * (full jitter, the agent's base and cap) rather than at every heartbeat, so a platform that keeps refusing
  * is not asked twice a minute; a lost answer is still asked for again within minutes, well inside the grace.
  */
-export function createSecretRotation(options: SecretRotationOptions) {
+export interface SecretRotation {
+  /** Rotates when due (or finishes a rotation under way); throws what the failed step threw. */
+  check(): Promise<void>;
+}
+
+export function createSecretRotation(options: SecretRotationOptions): SecretRotation {
   const { credentials, api, clock, days } = options;
   const random = options.random ?? Math.random;
   let failures = 0;

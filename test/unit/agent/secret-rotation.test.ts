@@ -1,15 +1,15 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../../../agent/clock.js';
-import { createDeviceCredentials, type DeviceCredentials } from '../../../agent/link/device-credentials.js';
-import { createPlatformClient, type DeviceApi, PlatformError } from '../../../agent/link/platform-client.js';
 import {
-  createSecretRotation,
   DEFAULT_SECRET_ROTATION_DAYS,
   type RotationStep,
   rotationStep,
   secretsToTry,
-} from '../../../agent/link/secret-rotation.js';
+} from '../../../agent/core/secret-rotation-policy.js';
+import { createDeviceCredentials, type DeviceCredentials } from '../../../agent/link/device-credentials.js';
+import { createPlatformClient, type DeviceApi, PlatformError } from '../../../agent/link/platform-client.js';
+import { createSecretRotation } from '../../../agent/link/secret-rotation.js';
 import { type AgentStore, type Identity, openAgentStore } from '../../../agent/store/agent-store.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
 
