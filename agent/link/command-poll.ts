@@ -11,7 +11,8 @@ import { AgentFatalError } from '../agent-errors.js';
 import { type Clock, sleep } from '../clock.js';
 import { nextDelayMs } from '../core/backoff.js';
 import type { CommandExecutor } from '../runtime/command-executor.js';
-import { type DeviceApi, isPlatformError } from './platform-client.js';
+import type { DeviceApi } from './platform-client.js';
+import { isPlatformError } from './platform-errors.js';
 
 export const DEFAULT_POLL_WAIT_SECONDS = 25;
 /** Pause after an answer that held only commands already being handled. */

@@ -21,13 +21,8 @@ import { type Clock, iso, sleep } from '../clock.js';
 import { DEFAULT_BACKOFF, nextDelayMs } from '../core/backoff.js';
 import { secretsToTry } from '../core/secret-rotation-policy.js';
 import type { AgentStore, Identity, StoredToken } from '../store/agent-store.js';
-import {
-  type DeviceApi,
-  isPlatformError,
-  type PlatformClient,
-  PlatformError,
-  type TokenSource,
-} from './platform-client.js';
+import type { DeviceApi, PlatformClient, TokenSource } from './platform-client.js';
+import { isPlatformError, PlatformError } from './platform-errors.js';
 
 export interface DeviceCredentialsOptions {
   store: AgentStore;

@@ -15,7 +15,8 @@ import { nextDelayMs } from '../core/backoff.js';
 import type { ConnectorReading, Hal } from '../hal.js';
 import type { CommandExecutor } from '../runtime/command-executor.js';
 import type { AgentStore } from '../store/agent-store.js';
-import { type DeviceApi, isPlatformError } from './platform-client.js';
+import type { DeviceApi } from './platform-client.js';
+import { isPlatformError } from './platform-errors.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = HEARTBEAT_INTERVAL_SECONDS * 1000;
 /** Repeat the skew warning at most this often while the clock stays off. */

@@ -7,11 +7,12 @@
  *   429 and malformed answers are retryable (429 carries the server's `retry_after`); other 4xx are permanent
  *   for that request — when they are the platform's own refusal (its error envelope, with a code documented
  *   for the status). A 3xx or a 4xx page from a proxy in between is malformed, hence retried.
+ *   (platform-errors.ts classifies; platform-answers.ts reads the answers.)
  * - Authenticated calls take a `TokenSource`. On 401 with code 2002 (expired) — and also 2001, which is what a
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
 import type { Dispatcher } from 'undici';
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   type ChargingRecordUpload,
   CommandStatusAck,
@@ -29,202 +30,12 @@ import {
   type TelemetryRecord,
   UploadAccepted,
 } from '../../shared/device-api.js';
-import { ErrorResponse, envelopeOf } from '../../shared/envelope.js';
-import { ERROR_HTTP_STATUS, ErrorCode } from '../../shared/error-codes.js';
-import { Identifier, Timestamp } from '../../shared/primitives.js';
+import { ErrorCode } from '../../shared/error-codes.js';
 import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../../shared/request-signing.js';
 import { AGENT_VERSION } from '../version.js';
+import { CommandsPayload, type CommandsReceived, commandsOf, envelopeSchema } from './platform-answers.js';
+import { failureOf, isPlatformError, PlatformError } from './platform-errors.js';
 import { Agent, getGlobalDispatcher } from './undici-parts.js';
-
-export type FailureKind =
-  /** No HTTP answer: DNS, TCP, TLS, reset, timeout. */
-  | 'network'
-  /** 5xx. */
-  | 'server'
-  /** 429. */
-  | 'rate_limited'
-  /**
-   * A 2xx whose body is not the documented envelope, or an error that is not the platform's: a 3xx, or a 4xx
-   * without an ErrorResponse carrying a code documented for its status (see `failureOf`).
-   */
-  | 'malformed'
-  /** 401 that survived a token renewal (or on the credential endpoints). */
-  | 'unauthorized'
-  /** 403. */
-  | 'forbidden'
-  /** 404. */
-  | 'not_found'
-  /** 409. */
-  | 'conflict'
-  /** Any other 4xx: the request itself is wrong and will not get better by repeating it. */
-  | 'rejected';
-
-const RETRYABLE: ReadonlySet<FailureKind> = new Set(['network', 'server', 'rate_limited', 'malformed']);
-
-export class PlatformError extends Error {
-  readonly kind: FailureKind;
-  readonly retryable: boolean;
-  readonly status?: number;
-  readonly code?: number;
-  /** What the server asked us to wait, seconds (429). */
-  readonly retryAfterSeconds?: number;
-  readonly details?: Record<string, unknown>;
-  constructor(
-    kind: FailureKind,
-    message: string,
-    extra: {
-      status?: number;
-      code?: number;
-      retryAfterSeconds?: number;
-      details?: Record<string, unknown>;
-      cause?: unknown;
-    } = {},
-  ) {
-    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
-    this.name = 'PlatformError';
-    this.kind = kind;
-    this.retryable = RETRYABLE.has(kind);
-    if (extra.status !== undefined) this.status = extra.status;
-    if (extra.code !== undefined) this.code = extra.code;
-    if (extra.retryAfterSeconds !== undefined) this.retryAfterSeconds = extra.retryAfterSeconds;
-    if (extra.details !== undefined) this.details = extra.details;
-  }
-}
-
-export function isPlatformError(error: unknown): error is PlatformError {
-  return error instanceof PlatformError;
-}
-
-/** `Retry-After`: delta-seconds or an HTTP date. */
-export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value;
-  if (raw === undefined || raw.trim() === '') return undefined;
-  if (/^\d+$/.test(raw.trim())) return Number(raw.trim());
-  const at = Date.parse(raw);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, Math.ceil((at - nowMs) / 1000));
-}
-
-function kindOfStatus(status: number): FailureKind {
-  if (status === 429) return 'rate_limited';
-  if (status >= 500) return 'server';
-  if (status === 401) return 'unauthorized';
-  if (status === 403) return 'forbidden';
-  if (status === 404) return 'not_found';
-  if (status === 409) return 'conflict';
-  if (status === 408) return 'network';
-  return 'rejected';
-}
-
-/** Whether `code` is one the platform documents for `status` (DESIGN.md §4; 1002 also comes as 413 and 415). */
-function documentedFor(status: number, code: number): boolean {
-  const usual = (ERROR_HTTP_STATUS as Record<number, number | undefined>)[code];
-  return usual === status || (code === ErrorCode.MALFORMED_BODY && (status === 413 || status === 415));
-}
-
-/**
- * The error a non-2xx answer stands for. Pure, for tests.
- *
- * A refusal counts as the platform's word — permanent for a 4xx, which makes the uplink drop what it sent —
- * only when it carries the platform's error envelope with a code documented for that status. Anything else
- * outside 5xx, 429 and 408 (a 3xx, a proxy's or captive portal's 4xx page, an envelope whose code does not
- * belong to its status) is `malformed`, and retried: it says nothing about the request.
- */
-export function failureOf(
-  status: number,
-  body: unknown,
-  headers: Record<string, string | string[] | undefined>,
-  nowMs: number,
-): PlatformError {
-  const parsed = ErrorResponse.safeParse(body);
-  const fromHeader = parseRetryAfter(headers['retry-after'], nowMs);
-  const ownKind = kindOfStatus(status);
-  const speaks = parsed.success && documentedFor(status, parsed.data.code);
-  const kind = speaks || RETRYABLE.has(ownKind) ? ownKind : 'malformed';
-  if (!parsed.success) {
-    return new PlatformError(kind, `HTTP ${status} without an error envelope`, {
-      status,
-      ...(fromHeader !== undefined ? { retryAfterSeconds: fromHeader } : {}),
-    });
-  }
-  const { code, message, details } = parsed.data;
-  const fromBody = details?.retry_after_seconds;
-  const retryAfterSeconds =
-    typeof fromBody === 'number' && Number.isFinite(fromBody) && fromBody >= 0 ? fromBody : fromHeader;
-  return new PlatformError(kind, `HTTP ${status} code ${code}: ${message}`, {
-    status,
-    code,
-    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
-    ...(details !== undefined ? { details } : {}),
-  });
-}
-
-/**
- * A command as delivered, checked only as far as the agent needs to answer for it: a command with a valid id
- * but an unknown name or bad params must still be journaled and refused, not make the whole heartbeat fail.
- */
-export const IncomingCommand = z.object({
-  command_id: Identifier,
-  command: z.string(),
-  params: z.unknown(),
-  expiry: z.string(),
-});
-export type IncomingCommand = z.infer<typeof IncomingCommand>;
-const CommandsPayload = z.object({ commands: z.array(z.unknown()), server_time: Timestamp });
-
-export interface CommandsReceived {
-  commands: IncomingCommand[];
-  /** Entries without even a usable command_id: they cannot be answered, only logged. */
-  unusable: number;
-  serverTime: string;
-}
-
-/** What a delivered entry needs to be answered at all: its id. */
-const AnswerableCommand = z.object({ command_id: Identifier });
-
-/** A stand-in name for a `command` that is not a string: no command has it, so it is refused, by its type. */
-function nameOf(value: unknown): string {
-  if (typeof value === 'string') return value;
-  return `<${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}>`;
-}
-
-function commandsOf(data: z.infer<typeof CommandsPayload>): CommandsReceived {
-  const commands: IncomingCommand[] = [];
-  let unusable = 0;
-  for (const item of data.commands) {
-    const parsed = IncomingCommand.safeParse(item);
-    if (parsed.success) {
-      commands.push(parsed.data);
-      continue;
-    }
-    // A usable id with a name or expiry of the wrong type: journaled and refused like any malformed command;
-    // left unanswered, the platform would deliver it again on every heartbeat until it expired.
-    const answerable = AnswerableCommand.safeParse(item);
-    if (!answerable.success) {
-      unusable += 1;
-      continue;
-    }
-    const raw = item as { command?: unknown; params?: unknown; expiry?: unknown };
-    commands.push({
-      command_id: answerable.data.command_id,
-      command: nameOf(raw.command),
-      params: raw.params,
-      expiry: typeof raw.expiry === 'string' ? raw.expiry : '',
-    });
-  }
-  return { commands, unusable, serverTime: data.server_time };
-}
-
-/** Envelope schemas, built once per data schema: building zod schemas on every response costs memory and CPU. */
-const envelopes = new WeakMap<z.ZodType, z.ZodType>();
-function envelopeSchema(schema: z.ZodType): z.ZodType {
-  let envelope = envelopes.get(schema);
-  if (!envelope) {
-    envelope = envelopeOf(schema);
-    envelopes.set(schema, envelope);
-  }
-  return envelope;
-}
 
 export interface TokenSource {
   /** A token valid now (renewed ahead of its expiry). */

@@ -17,7 +17,8 @@ import type { Clock } from '../clock.js';
 import { nextDelayMs } from '../core/backoff.js';
 import { rotationStep } from '../core/secret-rotation-policy.js';
 import type { DeviceCredentials } from './device-credentials.js';
-import { type DeviceApi, isPlatformError } from './platform-client.js';
+import type { DeviceApi } from './platform-client.js';
+import { isPlatformError } from './platform-errors.js';
 
 export interface SecretRotationOptions {
   credentials: DeviceCredentials;

@@ -31,7 +31,8 @@ import { DEFAULT_BACKOFF, nextDelayMs } from '../core/backoff.js';
 import type { OutboxKind } from '../core/outbox-policy.js';
 import type { AgentStore } from '../store/agent-store.js';
 import type { OutboxItem } from '../store/outbox.js';
-import { type DeviceApi, isPlatformError, type PlatformError } from './platform-client.js';
+import type { DeviceApi } from './platform-client.js';
+import { isPlatformError, type PlatformError } from './platform-errors.js';
 
 /** How many outbox items the flusher looks at to assemble one request. */
 const PEEK_WINDOW = TELEMETRY_BATCH_MAX;

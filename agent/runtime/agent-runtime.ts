@@ -24,15 +24,16 @@ import { createHeartbeatLoop, type HeartbeatLoop } from '../link/heartbeat-loop.
 import { createUplink, type Uplink, type UplinkStats } from '../link/uplink.js';
 import { type AgentStore, type Identity, openAgentStore } from '../store/agent-store.js';
 import { AGENT_VERSION } from '../version.js';
-import { type CommandExecutor, createCommandExecutor } from './command-executor.js';
-import { type ControlLoop, createControlLoop } from './control-loop.js';
+import { createChargerControl } from './charger-control.js';
+import type { CommandExecutor } from './command-executor.js';
+import type { ControlLoop } from './control-loop.js';
 import { createFatalLatch } from './fatal-latch.js';
 import { routeHardwareEvents } from './hardware-events.js';
 import { createPlatformLink } from './platform-link.js';
 import { startPlatformLoops } from './platform-loops.js';
 import { createPruner } from './pruning.js';
-import { createSampler, type Sampler } from './sampler.js';
-import { createSerialRunner, type SerialRunner } from './serial-runner.js';
+import type { Sampler } from './sampler.js';
+import type { SerialRunner } from './serial-runner.js';
 import { shutDown } from './shutdown.js';
 import { type AgentRuntimeConfig, type AgentTuning, DEFAULT_TUNING } from './tuning.js';
 
@@ -127,18 +128,6 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
   const api = () => (registered ? deviceApi : undefined);
   const prune = createPruner(store, clock);
 
-  const runner = createSerialRunner();
-  let sampler: Sampler | undefined;
-  const controlLoop = createControlLoop({
-    store,
-    hal,
-    runner,
-    clock,
-    logger,
-    connectors: () => connectors,
-    safetyIntervalMs: tuning.controlSafetyIntervalMs,
-    onTargetChange: (id) => sampler?.markDirty(id),
-  });
   const uplink = createUplink({
     store,
     clock,
@@ -149,16 +138,15 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     paceMs: tuning.flushPaceMs,
     onFatal: fail,
   });
-  const executor = createCommandExecutor({
+  const { runner, controlLoop, executor, sampler } = createChargerControl({
     store,
     hal,
-    controlLoop,
-    runner,
     clock,
     logger,
-    connectors: () => connectors,
+    connectors,
+    tuning,
+    uplink,
     skewMs: () => heartbeat?.skewMs() ?? 0,
-    onReport: () => uplink.notify(),
   });
   const heartbeatLoop = createHeartbeatLoop({
     api,
@@ -176,28 +164,13 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     },
   });
   heartbeat = heartbeatLoop;
-  const samplerInstance = createSampler({
-    store,
-    hal,
-    clock,
-    logger,
-    uplink,
-    controlLoop,
-    connectors: () => connectors,
-    intervals: tuning.telemetry,
-    tickMs: tuning.sampleTickMs,
-    persistEveryMs: tuning.persistEveryMs,
-  });
-  sampler = samplerInstance;
-  const unsubscribe = hal.subscribe(
-    routeHardwareEvents({ store, uplink, sampler: samplerInstance, controlLoop, logger }),
-  );
+  const unsubscribe = hal.subscribe(routeHardwareEvents({ store, uplink, sampler, controlLoop, logger }));
 
   try {
     await hal.start?.();
     halInfo = await hal.getDeviceInfo().catch(() => halInfo);
     prune();
-    await samplerInstance.init();
+    await sampler.init();
   } catch (error) {
     unsubscribe();
     await client.close().catch(() => undefined);
@@ -206,7 +179,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
   }
   controlLoop.start();
   executor.resumeUnfinished();
-  samplerInstance.start();
+  sampler.start();
   logger.info(
     {
       sn: config.sn,
@@ -245,7 +218,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     controlLoop,
     executor,
     uplink,
-    sampler: samplerInstance,
+    sampler,
     heartbeat: heartbeatLoop,
     credentials,
     runner,
@@ -263,7 +236,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
         abort,
         unsubscribe,
         controlLoop,
-        sampler: samplerInstance,
+        sampler,
         runner,
         platform,
         uplink,

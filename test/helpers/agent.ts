@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Clock } from '../../agent/clock.js';
-import type { IncomingCommand } from '../../agent/link/platform-client.js';
+import type { IncomingCommand } from '../../agent/link/platform-answers.js';
 import { REPO_ROOT } from './cli.js';
 
 /** Helpers for the agent's tests: temporary data directories, a quiet logger, commands, a TCP proxy. */

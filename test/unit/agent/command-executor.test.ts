@@ -1,12 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../agent/clock.js';
+import { checkCommand } from '../../../agent/core/command-checks.js';
 import type { ConnectorInfo } from '../../../agent/hal.js';
-import type { IncomingCommand } from '../../../agent/link/platform-client.js';
-import {
-  type CommandExecutor,
-  checkCommand,
-  createCommandExecutor,
-} from '../../../agent/runtime/command-executor.js';
+import type { IncomingCommand } from '../../../agent/link/platform-answers.js';
+import { type CommandExecutor, createCommandExecutor } from '../../../agent/runtime/command-executor.js';
 import { type ControlLoop, createControlLoop } from '../../../agent/runtime/control-loop.js';
 import { createSerialRunner } from '../../../agent/runtime/serial-runner.js';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';

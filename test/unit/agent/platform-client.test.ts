@@ -3,16 +3,14 @@ import { MockAgent, Pool } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentFatalError, EXIT_IDENTITY_REFUSED } from '../../../agent/agent-errors.js';
 import type { Clock } from '../../../agent/clock.js';
+import { checkCommand } from '../../../agent/core/command-checks.js';
 import { createDeviceCredentials, renewMarginMs } from '../../../agent/link/device-credentials.js';
 import {
   createPlatformClient,
-  failureOf,
   type PlatformClient,
-  PlatformError,
-  parseRetryAfter,
   type TokenSource,
 } from '../../../agent/link/platform-client.js';
-import { checkCommand } from '../../../agent/runtime/command-executor.js';
+import { failureOf, PlatformError, parseRetryAfter } from '../../../agent/link/platform-errors.js';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import { signRequest } from '../../../shared/request-signing.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';

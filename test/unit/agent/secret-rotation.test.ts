@@ -8,7 +8,8 @@ import {
   secretsToTry,
 } from '../../../agent/core/secret-rotation-policy.js';
 import { createDeviceCredentials, type DeviceCredentials } from '../../../agent/link/device-credentials.js';
-import { createPlatformClient, type DeviceApi, PlatformError } from '../../../agent/link/platform-client.js';
+import { createPlatformClient, type DeviceApi } from '../../../agent/link/platform-client.js';
+import { PlatformError } from '../../../agent/link/platform-errors.js';
 import { createSecretRotation } from '../../../agent/link/secret-rotation.js';
 import { type AgentStore, type Identity, openAgentStore } from '../../../agent/store/agent-store.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';

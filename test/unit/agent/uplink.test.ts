@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../../agent/clock.js';
-import { type DeviceApi, PlatformError } from '../../../agent/link/platform-client.js';
+import type { DeviceApi } from '../../../agent/link/platform-client.js';
+import { PlatformError } from '../../../agent/link/platform-errors.js';
 import { createUplink, offendingIndex } from '../../../agent/link/uplink.js';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import type { TelemetryRecord } from '../../../shared/device-api.js';
