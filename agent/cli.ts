@@ -174,7 +174,10 @@ async function storeFor(name: string, options: TechOptions) {
   const missing = access.reason === 'missing' || access.reason === 'uninitialised';
   const code = missing ? TECH_EXIT.notRegistered : TECH_EXIT.failure;
   if (name === 'status' && missing) {
-    const { noStoreReport, renderNoStore } = await import('./technician/status.js');
+    const [{ noStoreReport }, { renderNoStore }] = await Promise.all([
+      import('./technician/status.js'),
+      import('./technician/render-status.js'),
+    ]);
     const report = noStoreReport(options.dataDir, access.message);
     return finish(options.json ? asJson(report) : renderNoStore(report), code);
   }
@@ -186,7 +189,10 @@ async function storeFor(name: string, options: TechOptions) {
 }
 
 async function status(options: TechOptions): Promise<void> {
-  const { collectStatus, renderStatus, statusExitCode } = await import('./technician/status.js');
+  const [{ collectStatus, statusExitCode }, { renderStatus }] = await Promise.all([
+    import('./technician/status.js'),
+    import('./technician/render-status.js'),
+  ]);
   const store = await storeFor('status', options);
   const report = collectStatus(store, { dataDir: options.dataDir });
   store.close();

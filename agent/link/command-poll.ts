@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { AgentFatalError } from '../agent-errors.js';
 import { type Clock, sleep } from '../clock.js';
 import { nextDelayMs } from '../core/backoff.js';
-import type { CommandExecutor } from '../runtime/command-executor.js';
+import type { CommandReceiver } from './platform-answers.js';
 import type { DeviceApi } from './platform-client.js';
 import { isPlatformError } from './platform-errors.js';
 
@@ -22,7 +22,7 @@ export interface CommandPollOptions {
   api: () => DeviceApi | undefined;
   clock: Clock;
   logger: Logger;
-  executor: CommandExecutor;
+  executor: CommandReceiver;
   waitSeconds?: number;
   random?: () => number;
   backoff?: { baseMs: number; capMs: number };

@@ -13,8 +13,8 @@ import { AgentFatalError } from '../agent-errors.js';
 import { type Clock, iso, sleep } from '../clock.js';
 import { nextDelayMs } from '../core/backoff.js';
 import type { ConnectorReading, Hal } from '../hal.js';
-import type { CommandExecutor } from '../runtime/command-executor.js';
 import type { AgentStore } from '../store/agent-store.js';
+import type { CommandReceiver } from './platform-answers.js';
 import type { DeviceApi } from './platform-client.js';
 import { isPlatformError } from './platform-errors.js';
 
@@ -42,7 +42,7 @@ export interface HeartbeatLoopOptions {
   store: AgentStore;
   clock: Clock;
   logger: Logger;
-  executor: CommandExecutor;
+  executor: CommandReceiver;
   intervalMs?: number;
   random?: () => number;
   onFatal?: (error: AgentFatalError) => void;

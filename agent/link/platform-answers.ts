@@ -26,6 +26,12 @@ export interface CommandsReceived {
   serverTime: string;
 }
 
+/** Where delivered commands go (the command executor). */
+export interface CommandReceiver {
+  /** Takes delivered commands; new ones are journaled and queued on the runner, repeats are ignored. */
+  receive(commands: readonly IncomingCommand[]): { fresh: number; repeats: number };
+}
+
 /** What a delivered entry needs to be answered at all: its id. */
 const AnswerableCommand = z.object({ command_id: Identifier });
 

@@ -24,7 +24,7 @@ import { type Clock, iso } from '../clock.js';
 import { checkCommand, type ParsedCommand, parsedOf } from '../core/command-checks.js';
 import type { ConnectorOverride } from '../core/connector-policy.js';
 import type { ConnectorInfo, ConnectorReading, Hal } from '../hal.js';
-import type { IncomingCommand } from '../link/platform-answers.js';
+import type { CommandReceiver } from '../link/platform-answers.js';
 import type { AgentStore, JournalEntry } from '../store/agent-store.js';
 import type { ControlLoop } from './control-loop.js';
 import type { SerialRunner } from './serial-runner.js';
@@ -48,9 +48,7 @@ export interface CommandExecutorOptions {
   onReport?: () => void;
 }
 
-export interface CommandExecutor {
-  /** Takes delivered commands; new ones are journaled and queued on the runner, repeats are ignored. */
-  receive(commands: readonly IncomingCommand[]): { fresh: number; repeats: number };
+export interface CommandExecutor extends CommandReceiver {
   /** Finishes commands a crash interrupted. */
   resumeUnfinished(): void;
   /** Resolves when every queued command has finished. */

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
 import { collectSchedules } from '../../../agent/technician/listings.js';
-import { collectStatus, renderStatus, statusExitCode } from '../../../agent/technician/status.js';
+import { renderStatus } from '../../../agent/technician/render-status.js';
+import { collectStatus, statusExitCode } from '../../../agent/technician/status.js';
 import { tempDir } from '../../helpers/agent.js';
 
 /** `status` and `schedules` from a store at a fixed instant: health rules, in force now and the next change. */
