@@ -13,7 +13,7 @@
  * configuration error; 3 the platform refuses this charger's identity (409 already registered, 403 not on the
  * allowlist) — a person has to act, restarting will not help.
  *
- * Exit codes of the technician commands (`TECH_EXIT`, technician-store.ts): 0 healthy / all checks passed /
+ * Exit codes of the technician commands (`TECH_EXIT`, technician/read-store.ts): 0 healthy / all checks passed /
  * listed; 1 unexpected failure (e.g. the store cannot be read); 2 usage; 4 status degraded or a diag check
  * failed; 5 no agent store in --data-dir (status also: not registered yet).
  */

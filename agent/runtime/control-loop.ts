@@ -1,7 +1,7 @@
 /**
  * Keeps every connector doing what its stored schedules, limits and command overrides say (DESIGN.md §6).
  *
- * A pass reads the store and the hardware, asks the pure policy (`connector-policy.ts`, on top of the
+ * A pass reads the store and the hardware, asks the pure policy (`core/connector-policy.ts`, on top of the
  * schedule engine) what each connector should do at this instant, and makes the HAL calls that get it there.
  * Passes run on every change (a command, a HAL event, a new SOC) and at the earliest `nextChangeAt` — and at
  * least every `safetyIntervalMs`, so a wall-clock jump (NTP fixing a wrong clock) is caught within that time.

@@ -1,6 +1,6 @@
 /**
  * Reads the hardware on a steady tick and on every hardware event, and turns readings into:
- * - telemetry records (cadence in `telemetry.ts`), handed to the uplink;
+ * - telemetry records (cadence in `core/telemetry.ts`), handed to the uplink;
  * - charging sessions: opened in the store when energy first flows, closed (with their charging record queued
  *   in the same transaction) when the vehicle leaves;
  * - connector snapshots for the technician's `status`.

@@ -1,6 +1,6 @@
 /**
  * The agent's outbox: everything waiting to reach the platform, in SQLite so that it survives a reboot and
- * an outage. Bounded by items and bytes; when full, `outbox-policy.ts` decides what is given up, and the
+ * an outage. Bounded by items and bytes; when full, `core/outbox-policy.ts` decides what is given up, and the
  * drops are counted (persistently, for diagnostics).
  *
  * The caller owns the database handle (one agent store, several tables) and calls `migrateOutbox` first.

@@ -2,7 +2,7 @@ import { DateTime } from 'luxon';
 
 /**
  * An independent oracle for the agent's schedule engine (DESIGN.md §6 and the decisions recorded in the header of
- * agent/schedule-engine.ts), written from the rules on top of Luxon: what a connector may do at an instant, and
+ * agent/core/schedule-engine.ts), written from the rules on top of Luxon: what a connector may do at an instant, and
  * the earliest later instant at which that answer may change.
  *
  * It shares no code with the agent (no import from agent/): calendar days are Luxon dates, weekdays Luxon's,

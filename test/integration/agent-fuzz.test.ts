@@ -54,7 +54,7 @@ import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/p
  *     without a cap by design (backoff.ts). The token endpoint gets everything, documented refusals included
  *     (a fixed example runs first: uploads answered 401/2001, the token endpoint 403/2003).
  *
- *     Defects this found, fixed in agent/platform-client.ts (unit regressions in platform-client.test.ts):
+ *     Defects this found, fixed in agent/link/platform-client.ts (unit regressions in platform-client.test.ts):
  *     a proxy's 3xx/4xx page was taken as the platform's permanent refusal and made the uplink drop records;
  *     a token exchange refused for good made it drop the upload that needed the token; an answer trickling
  *     in held a request (and the flusher) past its timeout for as long as it trickled; a command with a usable
