@@ -22,7 +22,13 @@ import { REASON_MAX_LENGTH } from '../../shared/limits.js';
 import type { CommandName } from '../../shared/resources.js';
 import { type Clock, iso } from '../clock.js';
 import { checkCommand, type ParsedCommand, parsedOf } from '../core/command-checks.js';
-import type { ConnectorOverride } from '../core/connector-policy.js';
+import {
+  type HardwareCommand,
+  hardwareRefusalOf,
+  limitOf,
+  overrideOf,
+  overrideVerdict,
+} from '../core/command-effects.js';
 import type { ConnectorInfo, ConnectorReading, Hal } from '../hal.js';
 import type { CommandReceiver } from '../link/platform-answers.js';
 import type { AgentStore, JournalEntry } from '../store/agent-store.js';
@@ -84,78 +90,28 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
     }
   }
 
-  /** Stores `override`, runs a control pass and judges the connector's outcome. */
-  async function applyOverride(
-    entry: JournalEntry,
-    connectorId: number,
-    override: ConnectorOverride,
-    wanted: 'charge' | 'discharge' | 'idle',
-  ): Promise<void> {
-    store.setOverride(connectorId, override);
-    const outcome = (await controlLoop.applyNow()).get(connectorId);
-    if (!outcome) {
-      report(
-        entry,
-        [{ status: 'failed', reason: `connector ${connectorId} is not known to the hardware` }],
-        () => store.setOverride(connectorId, undefined),
-      );
-      return;
-    }
-    if (outcome.error) {
-      report(entry, [{ status: 'failed', reason: `hardware refused: ${outcome.error.message}` }], () =>
-        wanted === 'idle' ? undefined : store.setOverride(connectorId, undefined),
-      );
-      if (wanted !== 'idle') controlLoop.trigger('command failed');
-      return;
-    }
-    if (wanted === 'idle') {
-      // A stop succeeds when no energy flows, whatever else holds the connector (no vehicle: nothing to stop).
-      const present = outcome.reading?.vehiclePresent ?? true;
-      report(entry, [
-        {
-          status: 'succeeded',
-          reason: present
-            ? 'stopped; stays off until the vehicle is unplugged or started again'
-            : `nothing to stop: no vehicle on connector ${connectorId}`,
-        },
-      ]);
-      return;
-    }
-    if (outcome.target.mode !== wanted) {
-      // Allowed by the command but held by something stronger (a flexibility pause, min_soc, target_soc).
-      report(
-        entry,
-        [
-          {
-            status: 'failed',
-            reason: `not ${wanted === 'charge' ? 'charging' : 'discharging'}: ${outcome.target.reason}`,
-          },
-        ],
-        () => store.setOverride(connectorId, undefined),
-      );
-      controlLoop.trigger('command failed');
-      return;
-    }
-    report(entry, [
-      {
-        status: 'succeeded',
-        reason: `${wanted === 'charge' ? 'charging' : 'discharging'} at up to ${outcome.target.powerLimitKw} kW`,
-      },
-    ]);
-  }
-
   /** Refusals that depend on the hardware's state right now (checked before accepting). */
   async function hardwareRefusal(command: ParsedCommand): Promise<string | undefined> {
     if (command.name !== 'start' && command.name !== 'discharge') return undefined;
-    const id = command.params.connector_id;
-    const reading = await readingOf(id);
-    if (!reading) return `connector ${id} cannot be read`;
-    if (reading.faultCode !== 0) return `connector ${id} is in fault ${reading.faultCode}`;
-    if (!reading.vehiclePresent) return `no vehicle on connector ${id}`;
-    if (command.name === 'discharge' && reading.soc !== undefined && reading.soc <= command.params.min_soc) {
-      return `vehicle SOC ${reading.soc}% is at or below min_soc ${command.params.min_soc}%`;
-    }
-    return undefined;
+    return hardwareRefusalOf(command, await readingOf(command.params.connector_id));
+  }
+
+  /** Stores the command's override, runs a control pass and reports the connector's outcome. */
+  async function applyOverride(
+    entry: JournalEntry,
+    command: HardwareCommand,
+    acceptedAt: string,
+  ): Promise<void> {
+    const { connectorId, override, wanted } = overrideOf(command, entry.commandId, acceptedAt);
+    store.setOverride(connectorId, override);
+    const outcome = (await controlLoop.applyNow()).get(connectorId);
+    const verdict = overrideVerdict(outcome, connectorId, wanted);
+    report(
+      entry,
+      [verdict.report],
+      verdict.dropOverride ? () => store.setOverride(connectorId, undefined) : undefined,
+    );
+    if (verdict.retrigger) controlLoop.trigger('command failed');
   }
 
   async function execute(entry: JournalEntry, command: ParsedCommand, accepted: boolean): Promise<void> {
@@ -186,77 +142,20 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
       case 'pause_charging': {
         const p = command.params;
         const lifted = Date.parse(p.ends_at) <= clock.now() + skew();
-        report(
-          entry,
-          [
-            ...accept,
-            {
-              status: 'succeeded',
-              reason: lifted
-                ? `control ${p.control_id} lifted`
-                : `control ${p.control_id} in force until ${p.ends_at}`,
-            },
-          ],
-          () => {
-            store.upsertLimit({
-              control_id: p.control_id,
-              kind: command.name === 'pause_charging' ? 'pause' : 'power_limit',
-              ...(command.name === 'set_power_limit'
-                ? { power_limit_percent: command.params.power_limit_percent }
-                : {}),
-              starts_at: p.starts_at,
-              ends_at: p.ends_at,
-              commandId: entry.commandId,
-              receivedAt: acceptedAt,
-              ...(p.reason !== undefined ? { reason: p.reason } : {}),
-            });
-          },
-        );
+        const reason = lifted
+          ? `control ${p.control_id} lifted`
+          : `control ${p.control_id} in force until ${p.ends_at}`;
+        report(entry, [...accept, { status: 'succeeded', reason }], () => {
+          store.upsertLimit(limitOf(command, entry.commandId, acceptedAt));
+        });
         await controlLoop.applyNow();
         return;
       }
-      case 'stop': {
-        if (!accepted) report(entry, accept);
-        const id = command.params.connector_id;
-        await applyOverride(
-          entry,
-          id,
-          { kind: 'stop', commandId: entry.commandId, since: acceptedAt },
-          'idle',
-        );
-        return;
-      }
-      case 'start': {
-        if (!accepted) report(entry, accept);
-        const { connector_id, target_soc, power_limit } = command.params;
-        const override: ConnectorOverride = {
-          kind: 'start',
-          commandId: entry.commandId,
-          since: acceptedAt,
-          ...(target_soc !== undefined ? { targetSoc: target_soc } : {}),
-          ...(power_limit !== undefined ? { powerLimitKw: power_limit } : {}),
-        };
-        await applyOverride(entry, connector_id, override, 'charge');
-        return;
-      }
+      case 'stop':
+      case 'start':
       case 'discharge': {
         if (!accepted) report(entry, accept);
-        const { connector_id, discharge_power, duration, min_soc } = command.params;
-        // The window starts when the charger accepted it; after a restart it is not stretched.
-        const until = iso(Date.parse(acceptedAt) + duration * 1000);
-        await applyOverride(
-          entry,
-          connector_id,
-          {
-            kind: 'discharge',
-            commandId: entry.commandId,
-            since: acceptedAt,
-            until,
-            powerKw: discharge_power,
-            minSoc: min_soc,
-          },
-          'discharge',
-        );
+        await applyOverride(entry, command, acceptedAt);
         return;
       }
     }
