@@ -141,7 +141,7 @@ describe('npm run build:agent', () => {
       .filter((line) => /^\/\/ [\w@.-]+\/\S+\.(c|m)?[jt]s$/.test(line))
       .map((line) => line.slice(3));
     expect(modules).toContain('agent/cli.ts');
-    expect(modules).toContain('agent/technician-diag.ts');
+    expect(modules).toContain('agent/technician/diag/run-diag.ts');
     expect(modules.filter((m) => !/^(agent|shared|node_modules)\//.test(m))).toEqual([]);
   });
 
