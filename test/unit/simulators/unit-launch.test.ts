@@ -17,12 +17,7 @@ describe('unitLaunch: how the agent unit starts Node, for the footprint bench', 
       [],
       { A: '3', B: 'two' },
     ],
-    [
-      'a value holding =',
-      'Environment=NODE_OPTIONS=--x=1 B=2',
-      [],
-      { NODE_OPTIONS: '--x=1', B: '2' },
-    ],
+    ['a value holding =', 'Environment=NODE_OPTIONS=--x=1 B=2', [], { NODE_OPTIONS: '--x=1', B: '2' }],
   ])('%s', (_name, text, nodeArgs, env) => {
     expect(unitLaunch(text)).toEqual({ nodeArgs, env });
   });
