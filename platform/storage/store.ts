@@ -12,6 +12,7 @@ import type {
 } from '../../shared/index.js';
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
+import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { WebhookRepository } from './webhook-repository.js';
 
 export interface OperatorRow {
@@ -230,34 +231,6 @@ export interface DeviceRepository {
   deviceIdsInSite(siteId: string): Promise<string[]>;
 }
 
-/** What a rotation request is answered with (`DeviceSecretRepository.rotateSecret`). */
-export type SecretRotationOutcome =
-  /** The pending secret: new (`created`), or the one already pending, answered again. */
-  | { kind: 'pending'; secret: string; pending_since_ms: number; created: boolean }
-  /** A pending secret outlived its grace: the generation the request's token belongs to has ended. */
-  | { kind: 'expired' };
-
-/**
- * Two-phase rotation of device secrets (DESIGN.md §17, rules in domain/secret-rotation.ts): each call is one
- * transaction, so that instances racing on one device agree on a single pending secret and a single promotion.
- */
-export interface DeviceSecretRepository {
-  /**
-   * Creates a pending secret for a registered device, or answers the one already pending while its grace
-   * lasts; the current secret is untouched. Undefined for a device that is unknown or not registered.
-   */
-  rotateSecret(deviceId: string, nowMs: number, graceMs: number): Promise<SecretRotationOutcome | undefined>;
-  /**
-   * Makes the pending secret sealed as `pendingSealed` the device's only secret, in the next generation (the
-   * old secret and every token of the old generation are revoked), and answers that generation. Also answers
-   * it when another request promoted the same secret first; undefined when `pendingSealed` is neither the
-   * device's pending nor its current secret any more (a reset came between).
-   */
-  promotePendingSecret(deviceId: string, pendingSealed: string): Promise<number | undefined>;
-  /** Promotes every pending secret created at or before `pendingSinceMs` (grace over); answers their devices. */
-  promoteExpiredSecrets(pendingSinceMs: number): Promise<string[]>;
-}
-
 /** Connectors and their live state, telemetry, heartbeats and liveness. */
 export interface TelemetryRepository {
   listConnectors(deviceId: string): Promise<ConnectorRow[]>;
@@ -374,6 +347,7 @@ export interface DeviceHistoryRepository {
   ): Promise<void>;
 }
 
+export type { DeviceSecretRepository, SecretRotationOutcome } from './device-secret-repository.js';
 export type {
   AttemptRecord,
   DeliveryRow,

@@ -1,6 +1,6 @@
-import { pendingSecretState, rotationAnswer } from '../../domain/secret-rotation.js';
 import { newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
+import { type StoredRotation, storedRotationAnswer } from '../device-secret-rows.js';
 import type { DeviceSecretRepository, SecretRotationOutcome } from '../store.js';
 import { notifyDirectoryChange, type PgDatabase } from './database.js';
 
@@ -16,23 +16,15 @@ export function createPgDeviceSecrets(deps: { db: PgDatabase; keys: PlatformKeys
     rotateSecret(deviceId, nowMs, graceMs) {
       return db.tx(async (sql): Promise<SecretRotationOutcome | undefined> => {
         const row = (
-          await sql.query<{ pending_secret_sealed: string | null; pending_since_ms: number | null }>(
+          await sql.query<StoredRotation>(
             `SELECT pending_secret_sealed, pending_since_ms FROM devices
              WHERE device_id = $1 AND registered FOR UPDATE`,
             [deviceId],
           )
         )[0];
         if (!row) return undefined;
-        const answer = rotationAnswer(pendingSecretState(row.pending_since_ms, nowMs, graceMs));
-        if (answer === 'revoked') return { kind: 'expired' };
-        if (answer === 'repeat' && row.pending_secret_sealed !== null && row.pending_since_ms !== null) {
-          return {
-            kind: 'pending',
-            secret: keys.openSecret(row.pending_secret_sealed),
-            pending_since_ms: row.pending_since_ms,
-            created: false,
-          };
-        }
+        const stored = storedRotationAnswer(row, nowMs, graceMs, keys);
+        if (stored !== 'create') return stored;
         const secret = newSecret();
         await sql.query(
           'UPDATE devices SET pending_secret_sealed = $1, pending_since_ms = $2 WHERE device_id = $3',

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { pendingSecretState, rotationAnswer } from '../../domain/secret-rotation.js';
 import { newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
+import { type StoredRotation, storedRotationAnswer } from '../device-secret-rows.js';
 import type { DeviceSecretRepository, SecretRotationOutcome } from '../store.js';
 
 /**
@@ -40,20 +40,10 @@ export function createSqliteDeviceSecrets(deps: {
     async rotateSecret(deviceId, nowMs, graceMs) {
       return db
         .transaction((): SecretRotationOutcome | undefined => {
-          const row = stmt.rotation.get(deviceId) as
-            | { pending_secret_sealed: string | null; pending_since_ms: number | null }
-            | undefined;
+          const row = stmt.rotation.get(deviceId) as StoredRotation | undefined;
           if (!row) return undefined;
-          const answer = rotationAnswer(pendingSecretState(row.pending_since_ms, nowMs, graceMs));
-          if (answer === 'revoked') return { kind: 'expired' };
-          if (answer === 'repeat' && row.pending_secret_sealed !== null && row.pending_since_ms !== null) {
-            return {
-              kind: 'pending',
-              secret: keys.openSecret(row.pending_secret_sealed),
-              pending_since_ms: row.pending_since_ms,
-              created: false,
-            };
-          }
+          const stored = storedRotationAnswer(row, nowMs, graceMs, keys);
+          if (stored !== 'create') return stored;
           const secret = newSecret();
           stmt.setPending.run(keys.sealSecret(secret), nowMs, deviceId);
           return { kind: 'pending', secret, pending_since_ms: nowMs, created: true };
