@@ -9,7 +9,8 @@ import type { ConnectorOverride } from '../core/connector-policy.js';
 import { effectiveWindowOf, type StoredSchedule } from '../core/schedule-engine.js';
 import type { AgentStore } from '../store/agent-store.js';
 import { clip, isoShort, kw, relative, table, when } from './format.js';
-import { type ConnectorPolicyView, connectorPolicy, describeMode, isLimitActive } from './policy.js';
+import { type LimitReport, limitReport } from './limit-report.js';
+import { type ConnectorPolicyView, connectorPolicy, describeMode } from './policy.js';
 
 export interface ScheduleView {
   schedule: StoredSchedule;
@@ -31,16 +32,7 @@ export interface SchedulesReport {
   checked_at: string;
   connectors: ConnectorSchedules[];
   /** Flexibility limits apply to every connector of the charger. */
-  limits: Array<{
-    control_id: string;
-    kind: string;
-    power_limit_percent: number | null;
-    starts_at: string;
-    ends_at: string;
-    reason: string | null;
-    command_id: string;
-    active: boolean;
-  }>;
+  limits: Array<LimitReport & { command_id: string }>;
 }
 
 const isoOrNull = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
@@ -89,16 +81,7 @@ export function collectSchedules(store: AgentStore, now = Date.now()): Schedules
         }),
       };
     }),
-    limits: limits.map((l) => ({
-      control_id: l.control_id,
-      kind: l.kind,
-      power_limit_percent: l.power_limit_percent ?? null,
-      starts_at: l.starts_at,
-      ends_at: l.ends_at,
-      reason: l.reason ?? null,
-      command_id: l.commandId,
-      active: isLimitActive(l, now),
-    })),
+    limits: limits.map((l) => ({ ...limitReport(l, now), command_id: l.commandId })),
   };
 }
 

@@ -17,7 +17,8 @@ import { OUTBOX_KINDS, type OutboxKind } from '../core/outbox-policy.js';
 import type { AgentStore } from '../store/agent-store.js';
 import { agentStoreFile, type ConnectorSnapshot, type JournalEntry } from '../store/agent-store.js';
 import { duration, relative, signedSeconds } from './format.js';
-import { type ConnectorPolicyView, connectorPolicy, isLimitActive } from './policy.js';
+import { type LimitReport, limitReport } from './limit-report.js';
+import { type ConnectorPolicyView, connectorPolicy } from './policy.js';
 import { type AgentProcessState, agentProcessState, isAgentProcessAlive, TECH_EXIT } from './read-store.js';
 
 export type StatusState = 'healthy' | 'degraded' | 'not_registered' | 'no_store';
@@ -86,15 +87,7 @@ export interface StatusReport {
   clock_skew: { ms: number; measured_at: string } | null;
   last_error: { at: string; where: string; message: string } | null;
   connectors: ConnectorStatus[];
-  limits: Array<{
-    control_id: string;
-    kind: string;
-    power_limit_percent: number | null;
-    starts_at: string;
-    ends_at: string;
-    reason: string | null;
-    active: boolean;
-  }>;
+  limits: LimitReport[];
   outbox: {
     items: number;
     bytes: number;
@@ -267,15 +260,7 @@ export function collectStatus(
     clock_skew: skew ? { ms: skew.ms, measured_at: skew.at } : null,
     last_error: lastError ?? null,
     connectors,
-    limits: store.listLimits().map((l) => ({
-      control_id: l.control_id,
-      kind: l.kind,
-      power_limit_percent: l.power_limit_percent ?? null,
-      starts_at: l.starts_at,
-      ends_at: l.ends_at,
-      reason: l.reason ?? null,
-      active: isLimitActive(l, now),
-    })),
+    limits: store.listLimits().map((l) => limitReport(l, now)),
     outbox: outboxOf(store),
     recent_commands: store.journalRecent(RECENT_COMMANDS).map(commandSummary),
   };
