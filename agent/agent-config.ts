@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { CONNECTORS_PER_DEVICE_MAX } from '../shared/limits.js';
 import { Text } from '../shared/primitives.js';
 import { DEFAULT_SECRET_ROTATION_DAYS } from './core/secret-rotation-policy.js';

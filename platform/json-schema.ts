@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A JSON Schema object, as the OpenAPI document holds it. */
 export type JsonSchema = Record<string, unknown>;

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { API_VERSION, ErrorResponse } from '../shared/index.js';
 import { API_REFERENCE_ASSETS } from './api-reference-page.js';
 import { type JsonSchema, jsonSchema } from './json-schema.js';

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { validate } from '../shared/index.js';
 import { errors } from './api-error.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { ErrorCode, ok, RATE_LIMIT_MESSAGE, type Scope } from '../shared/index.js';
 import { ApiError } from './api-error.js';
 import { authenticateDevice, authenticateOperator } from './auth/authenticate.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { CONTROL_DURATION_MAX_SECONDS, REASON_MAX_LENGTH } from './limits.js';
 import { Identifier, Soc, Timestamp } from './primitives.js';
 import { ChargingSchedule } from './schedule.js';

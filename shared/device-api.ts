@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { envelopeOf } from './envelope.js';
 import {
   CHARGING_RECORDS_BATCH_MAX,

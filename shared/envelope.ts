@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Success envelope: `code` 0, `message` "success", endpoint-specific `data`. */
 export function envelopeOf<T extends z.ZodType>(data: T) {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { envelopeOf } from './envelope.js';
 import { CONTROL_DURATION_MAX_SECONDS, FLEXIBILITY_TARGET_IDS_MAX, REASON_MAX_LENGTH } from './limits.js';
 import { ConnectorIdParam, Identifier, PageQuery, pageOf, Soc, Timestamp } from './primitives.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   ID_MAX_LENGTH,
   PAGE_DEFAULT,

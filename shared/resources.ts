@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConnectorState, DeviceStatus, Identifier, Soc, Timestamp } from './primitives.js';
 
 export const Connector = z.object({

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SCHEDULE_TIME_SLOTS_MAX } from './limits.js';
 import { Identifier, Soc, Timestamp, Timezone } from './primitives.js';
 

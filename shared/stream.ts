@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Identifier } from './primitives.js';
 
 /** Messages of the live telemetry stream `/v1/operator/stream` (DESIGN.md §8). */

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 export interface ValidationFailure {
   /** Dotted path of the offending parameter, e.g. `time_slots.0.start`; `body` when the whole input is wrong. */

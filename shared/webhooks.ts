@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { DeviceEvent, FirmwareStatusReport } from './device-api.js';
 import { ControlStatus } from './operator-api.js';
 import { Identifier, PageQuery, pageOf, TelemetryState, Timestamp } from './primitives.js';

@@ -3,7 +3,7 @@
  * with a reason a person can act on, what the charger cannot or must not do — an unknown command, invalid
  * params, an expired command, an unknown connector, discharge without V2G hardware.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
   type CommandParamsOf,
   DeleteScheduleParams,

@@ -2,7 +2,7 @@
  * Reading the platform's answers: the commands a heartbeat or poll delivers (each checked only as far as the
  * agent needs to answer for it), and the response envelopes, built once per data schema.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { envelopeOf } from '../../shared/envelope.js';
 import { Identifier, Timestamp } from '../../shared/primitives.js';
 

@@ -12,7 +12,7 @@
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
 import type { Dispatcher } from 'undici';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
   type ChargingRecordUpload,
   CommandStatusAck,

@@ -2,7 +2,7 @@
  * An energy series' items (spec: `/v1/operator/energy`), pure: summed buckets laid on the series' grid. Every
  * interval of the range gets an item, with zeros where no telemetry was stored, so the answer has no holes.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { EnergySeries } from '../../shared/index.js';
 import type { EnergyBucket } from './energy.js';
 

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Where a benchmark's platform keeps its data: the SQLite file of its data directory (the default), or a

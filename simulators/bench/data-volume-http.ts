@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { DeviceToken, envelopeOf, Registration } from '../../shared/index.js';
 
 /**

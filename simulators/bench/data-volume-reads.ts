@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, request } from 'undici';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   ChargingRecordsPage,
   DevicesPage,

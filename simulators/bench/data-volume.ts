@@ -4,7 +4,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { TELEMETRY_BATCH_MAX } from '../../shared/index.js';
 import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
 import {

@@ -143,6 +143,18 @@ describe('npm run build:agent', () => {
     expect(modules).toContain('agent/cli.ts');
     expect(modules).toContain('agent/technician/diag/run-diag.ts');
     expect(modules.filter((m) => !/^(agent|shared|node_modules)\//.test(m))).toEqual([]);
+    // What the footprint depends on (docs/benchmarks.md, "Agent footprint"): zod tree-shaken (its index's
+    // 40 locales and JSON Schema conversion are not in the agent), and no node:http2.
+    expect(modules).toContain('node_modules/zod/v4/locales/en.js');
+    expect(modules.filter((m) => /zod\/v4\/locales\/(?!en\.js)/.test(m))).toEqual([]);
+    expect(modules).not.toContain('node_modules/zod/v4/classic/from-json-schema.js');
+  });
+
+  it('keeps its sources in Latin-1, which V8 holds at one byte per character', () => {
+    for (const file of readdirSync(path.join(bundle, 'agent')).filter((f) => f.endsWith('.mjs'))) {
+      const text = readFileSync(path.join(bundle, 'agent', file), 'utf8');
+      expect(/[\u0100-\u{10ffff}]/u.exec(text)?.[0], file).toBeUndefined();
+    }
   });
 
   it('runs on its own: registers with --hal simulated, heartbeats, reports status, stops cleanly', async () => {

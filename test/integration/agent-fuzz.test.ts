@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { OutboxKind } from '../../agent/core/outbox-policy.js';
 import type { ConnectorInfo, Hal } from '../../agent/hal.js';
 import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/runtime/agent-runtime.js';

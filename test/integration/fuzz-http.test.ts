@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AnyRoute } from '../../platform/route-spec.js';
 import { MAX_BODY_BYTES, RATE_LIMITS, StreamClientMessage } from '../../shared/index.js';
 import {
