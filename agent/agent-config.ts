@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { CONNECTORS_PER_DEVICE_MAX } from '../shared/limits.js';
 import { Text } from '../shared/primitives.js';
 import { DEFAULT_SECRET_ROTATION_DAYS } from './core/secret-rotation-policy.js';
@@ -19,22 +19,24 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const ConfigFile = z.strictObject({
-  dataDir: z.string().min(1).optional(),
-  platformUrl: z.string().min(1).optional(),
-  ca: z.string().min(1).optional(),
-  sn: z.string().optional(),
-  model: z.string().optional(),
-  manufacturer: z.string().optional(),
-  firmware: z.string().optional(),
-  hal: z.string().min(1).optional(),
-  connectors: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX).optional(),
-  v2g: z.boolean().optional(),
-  halOptions: z.record(z.string(), z.unknown()).optional(),
-  logLevel: z.enum(LOG_LEVELS).optional(),
-  secretRotationDays: z.number().min(0).max(3650).optional(),
-  signRequests: z.boolean().optional(),
+  dataDir: z.optional(z.string().check(z.minLength(1))),
+  platformUrl: z.optional(z.string().check(z.minLength(1))),
+  ca: z.optional(z.string().check(z.minLength(1))),
+  sn: z.optional(z.string()),
+  model: z.optional(z.string()),
+  manufacturer: z.optional(z.string()),
+  firmware: z.optional(z.string()),
+  hal: z.optional(z.string().check(z.minLength(1))),
+  connectors: z.optional(z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX))),
+  v2g: z.optional(z.boolean()),
+  halOptions: z.optional(z.record(z.string(), z.unknown())),
+  logLevel: z.optional(z.enum(LOG_LEVELS)),
+  secretRotationDays: z.optional(z.number().check(z.minimum(0), z.maximum(3650))),
+  signRequests: z.optional(z.boolean()),
 });
 export type ConfigFile = z.infer<typeof ConfigFile>;
+/** As registration takes it (RegisterRequest.sn). */
+const SerialNumber = Text.check(z.maxLength(64));
 
 /** What commander hands over for `run` (every flag optional: the file may supply it). */
 export interface RunFlags {
@@ -146,7 +148,7 @@ export function resolveRunConfig(flags: RunFlags, cwd = process.cwd()): RunConfi
     throw new ConfigError('--platform-url must be https:// (the platform serves HTTPS only)');
   const sn = flags.sn ?? file.sn;
   if (!sn) throw new ConfigError('--sn is required (or "sn" in --config)');
-  if (!Text.max(64).safeParse(sn).success) throw new ConfigError('--sn must be 1-64 printable characters');
+  if (!SerialNumber.safeParse(sn).success) throw new ConfigError('--sn must be 1-64 printable characters');
 
   let connectors = file.connectors;
   if (flags.connectors !== undefined) {

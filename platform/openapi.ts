@@ -225,7 +225,7 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
  * (`queryInt`): such a parameter is documented by what it is once parsed, an integer with its bounds and
  * default, rather than by the digit pattern it is read with. Validation itself is unchanged.
  */
-function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): JsonSchema[] {
+function parameters(schema: z.core.$ZodType | undefined, where: 'path' | 'query'): JsonSchema[] {
   if (!schema) return [];
   const js = jsonSchema(schema, 'input');
   const parsed = (jsonSchema(schema, 'output').properties ?? {}) as Record<string, JsonSchema>;

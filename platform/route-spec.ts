@@ -15,8 +15,8 @@ import { type RateClass, type RateDecision, rateLimitHeader } from './rate-limit
  */
 export type RouteAuth = { kind: 'none' } | { kind: 'operator'; scope: Scope } | { kind: 'device' };
 
-type Schema = z.ZodType;
-type Infer<S> = S extends z.ZodType ? z.infer<S> : undefined;
+type Schema = z.core.$ZodType;
+type Infer<S> = S extends z.core.$ZodType ? z.infer<S> : undefined;
 
 export interface RouteInput<B, Q, P> {
   body: Infer<B>;

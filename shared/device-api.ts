@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { envelopeOf } from './envelope.js';
 import {
   CHARGING_RECORDS_BATCH_MAX,
@@ -13,48 +13,52 @@ import { CommandStatus, PendingCommand } from './resources.js';
 
 // POST /v1/device/register
 export const ConnectorDeclaration = z.object({
-  connector_id: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX),
-  max_power_kw: z.number().positive().max(1000),
-  v2g_capable: z.boolean().default(false),
+  connector_id: z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX)),
+  max_power_kw: z.number().check(z.positive(), z.maximum(1000)),
+  v2g_capable: z._default(z.boolean(), false),
 });
 export const RegisterRequest = z.object({
-  sn: Text.max(64),
+  sn: Text.check(z.maxLength(64)),
   model: Text,
   manufacturer: Text,
-  firmware_version: Text.max(64),
-  mac: z
-    .string()
-    .regex(/^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$/, 'must be a MAC address like 00:1A:2B:3C:4D:5E')
-    .optional(),
+  firmware_version: Text.check(z.maxLength(64)),
+  mac: z.optional(
+    z
+      .string()
+      .check(
+        z.regex(/^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$/, 'must be a MAC address like 00:1A:2B:3C:4D:5E'),
+      ),
+  ),
   /** Additive (DESIGN.md §3). */
-  connectors: z
-    .array(ConnectorDeclaration)
-    .min(1)
-    .max(CONNECTORS_PER_DEVICE_MAX)
-    .refine(
-      (cs) => new Set(cs.map((c) => c.connector_id)).size === cs.length,
-      'connector_id values must be unique',
-    )
-    .optional(),
+  connectors: z.optional(
+    z.array(ConnectorDeclaration).check(
+      z.minLength(1),
+      z.maxLength(CONNECTORS_PER_DEVICE_MAX),
+      z.refine(
+        (cs) => new Set(cs.map((c) => c.connector_id)).size === cs.length,
+        'connector_id values must be unique',
+      ),
+    ),
+  ),
 });
 export type RegisterRequest = z.infer<typeof RegisterRequest>;
 export const Registration = z.object({
   device_id: z.string(),
   device_secret: z.string(),
-  expires_in: z.number().int(),
+  expires_in: z.int(),
 });
 export const RegisterResponse = envelopeOf(Registration);
 
 // POST /v1/device/token
 export const DeviceTokenRequest = z.object({
   device_id: Identifier,
-  device_secret: z.string().min(1).max(256),
+  device_secret: z.string().check(z.minLength(1), z.maxLength(256)),
   grant_type: z.literal('client_credentials'),
 });
 export const DeviceToken = z.object({
   access_token: z.string(),
   token_type: z.literal('Bearer'),
-  expires_in: z.number().int(),
+  expires_in: z.int(),
 });
 export type DeviceToken = z.infer<typeof DeviceToken>;
 export const DeviceTokenResponse = envelopeOf(DeviceToken);
@@ -63,7 +67,7 @@ export const DeviceTokenResponse = envelopeOf(DeviceToken);
 export const HeartbeatRequest = z.object({
   timestamp: Timestamp,
   status: HeartbeatStatus,
-  fault_code: z.number().int().min(0).max(2_147_483_647),
+  fault_code: z.int().check(z.minimum(0), z.maximum(2_147_483_647)),
 });
 export type HeartbeatRequest = z.infer<typeof HeartbeatRequest>;
 export const HeartbeatData = z.object({
@@ -76,50 +80,56 @@ export const HeartbeatResponse = envelopeOf(HeartbeatData);
 
 // POST /v1/device/telemetry
 const phase = z.object({
-  voltage: z.number().finite().optional(),
-  current: z.number().finite().optional(),
-  power: z.number().finite().optional(),
+  voltage: z.optional(z.number()),
+  current: z.optional(z.number()),
+  power: z.optional(z.number()),
 });
-export const PhaseDetails = z.object({ l1: phase.optional(), l2: phase.optional(), l3: phase.optional() });
+export const PhaseDetails = z.object({ l1: z.optional(phase), l2: z.optional(phase), l3: z.optional(phase) });
 export const TelemetryRecord = z
   .object({
     timestamp: Timestamp,
-    connector_id: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX),
+    connector_id: z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX)),
     state: TelemetryState,
-    voltage: z.number().min(0).max(2000).optional(),
-    current: z.number().min(-2000).max(2000).optional(),
-    power: z.number().min(-1000).max(1000).optional(),
-    energy_delivered: z.number().min(0).max(1_000_000).optional(),
-    soc: Soc.optional(),
-    temperature: z.number().min(-100).max(200).optional(),
-    phase_details: PhaseDetails.optional(),
+    voltage: z.optional(z.number().check(z.minimum(0), z.maximum(2000))),
+    current: z.optional(z.number().check(z.minimum(-2000), z.maximum(2000))),
+    power: z.optional(z.number().check(z.minimum(-1000), z.maximum(1000))),
+    energy_delivered: z.optional(z.number().check(z.minimum(0), z.maximum(1_000_000))),
+    soc: z.optional(Soc),
+    temperature: z.optional(z.number().check(z.minimum(-100), z.maximum(200))),
+    phase_details: z.optional(PhaseDetails),
   })
-  .superRefine((t, ctx) => {
-    // Spec rule: a connector reporting `discharging` has negative power.
-    if (t.state === 'discharging' && !(typeof t.power === 'number' && t.power < 0)) {
-      ctx.addIssue({ code: 'custom', path: ['power'], message: 'must be negative while discharging' });
-    }
-  });
+  .check(
+    z.superRefine((t, ctx) => {
+      // Spec rule: a connector reporting `discharging` has negative power.
+      if (t.state === 'discharging' && !(typeof t.power === 'number' && t.power < 0)) {
+        ctx.addIssue({ code: 'custom', path: ['power'], message: 'must be negative while discharging' });
+      }
+    }),
+  );
 export type TelemetryRecord = z.infer<typeof TelemetryRecord>;
-export const TelemetryAccepted = z.object({ accepted: z.number().int() });
+export const TelemetryAccepted = z.object({ accepted: z.int() });
 export const TelemetryResponse = envelopeOf(TelemetryAccepted);
 
 // POST /v1/device/telemetry/batch (DESIGN.md §9)
 export const TelemetryBatchRequest = z.object({
-  records: z.array(TelemetryRecord).min(1).max(TELEMETRY_BATCH_MAX),
+  records: z.array(TelemetryRecord).check(z.minLength(1), z.maxLength(TELEMETRY_BATCH_MAX)),
 });
-export const TelemetryBatchAccepted = z.object({ accepted: z.number().int(), duplicates: z.number().int() });
+export const TelemetryBatchAccepted = z.object({ accepted: z.int(), duplicates: z.int() });
 
 // ---- Further charger endpoints (DESIGN.md §9) ----
 
 export const CommandPollQuery = z.strictObject({
   /** Seconds to wait for a command, 0-30 (default 0: answer at once). */
-  wait: z
-    .string()
-    .regex(/^\d{1,3}$/, 'must be a whole number of seconds')
-    .transform(Number)
-    .pipe(z.number().int().min(0).max(COMMAND_POLL_MAX_WAIT_SECONDS))
-    .default(0),
+  wait: z._default(
+    z.pipe(
+      z.pipe(
+        z.string().check(z.regex(/^\d{1,3}$/, 'must be a whole number of seconds')),
+        z.transform(Number),
+      ),
+      z.int().check(z.minimum(0), z.maximum(COMMAND_POLL_MAX_WAIT_SECONDS)),
+    ),
+    0,
+  ),
 });
 export const CommandsData = z.object({ commands: z.array(PendingCommand), server_time: Timestamp });
 
@@ -127,9 +137,9 @@ export const ReportedCommandStatus = z.enum(['accepted', 'rejected', 'succeeded'
 export type ReportedCommandStatus = z.infer<typeof ReportedCommandStatus>;
 export const CommandStatusReport = z.object({
   status: ReportedCommandStatus,
-  reason: z.string().max(REASON_MAX_LENGTH).optional(),
+  reason: z.optional(z.string().check(z.maxLength(REASON_MAX_LENGTH))),
   /** When the charger reached this status (its clock). */
-  timestamp: Timestamp.optional(),
+  timestamp: z.optional(Timestamp),
 });
 export type CommandStatusReport = z.infer<typeof CommandStatusReport>;
 export const CommandStatusAck = z.object({
@@ -144,52 +154,63 @@ export const DeviceEvent = z.object({
   /** Chosen by the charger; repeats of the same id are ignored. */
   event_id: Identifier,
   /** e.g. boot, vehicle_plugged, vehicle_unplugged, fault_raised, fault_cleared, session_started, session_ended. */
-  kind: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be lower_snake_case'),
-  severity: EventSeverity.default('info'),
+  kind: z.string().check(z.regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be lower_snake_case')),
+  severity: z._default(EventSeverity, 'info'),
   timestamp: Timestamp,
-  connector_id: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX).optional(),
-  message: z.string().max(REASON_MAX_LENGTH).optional(),
-  data: z
-    .record(z.string(), z.union([z.string().max(REASON_MAX_LENGTH), z.number(), z.boolean(), z.null()]))
-    .optional(),
+  connector_id: z.optional(z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX))),
+  message: z.optional(z.string().check(z.maxLength(REASON_MAX_LENGTH))),
+  data: z.optional(
+    z.record(
+      z.string(),
+      z.union([z.string().check(z.maxLength(REASON_MAX_LENGTH)), z.number(), z.boolean(), z.null()]),
+    ),
+  ),
 });
 export type DeviceEvent = z.infer<typeof DeviceEvent>;
-export const EventsUpload = z.object({ events: z.array(DeviceEvent).min(1).max(EVENTS_BATCH_MAX) });
-export const StoredEvent = DeviceEvent.extend({ device_id: z.string(), received_at: Timestamp });
+export const EventsUpload = z.object({
+  events: z.array(DeviceEvent).check(z.minLength(1), z.maxLength(EVENTS_BATCH_MAX)),
+});
+export const StoredEvent = z.extend(DeviceEvent, { device_id: z.string(), received_at: Timestamp });
 
 export const ChargingRecordUpload = z
   .object({
     record_id: Identifier,
-    connector_id: z.number().int().min(1).max(CONNECTORS_PER_DEVICE_MAX),
+    connector_id: z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX)),
     start_time: Timestamp,
     end_time: Timestamp,
-    energy: z.number().min(0).max(100_000),
-    max_power: z.number().min(-1000).max(1000).optional(),
-    avg_power: z.number().min(-1000).max(1000).optional(),
-    cost: z.number().min(0).optional(),
-    meter_start: z.number().min(0).optional(),
-    meter_end: z.number().min(0).optional(),
-    vehicle_info: z
-      .object({ vin: z.string().max(32).optional(), soc_start: Soc.optional(), soc_end: Soc.optional() })
-      .optional(),
+    energy: z.number().check(z.minimum(0), z.maximum(100_000)),
+    max_power: z.optional(z.number().check(z.minimum(-1000), z.maximum(1000))),
+    avg_power: z.optional(z.number().check(z.minimum(-1000), z.maximum(1000))),
+    cost: z.optional(z.number().check(z.minimum(0))),
+    meter_start: z.optional(z.number().check(z.minimum(0))),
+    meter_end: z.optional(z.number().check(z.minimum(0))),
+    vehicle_info: z.optional(
+      z.object({
+        vin: z.optional(z.string().check(z.maxLength(32))),
+        soc_start: z.optional(Soc),
+        soc_end: z.optional(Soc),
+      }),
+    ),
   })
-  .superRefine((r, ctx) => {
-    if (Date.parse(r.end_time) < Date.parse(r.start_time)) {
-      ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'must not be earlier than start_time' });
-    }
-    if (r.meter_start !== undefined && r.meter_end !== undefined && r.meter_end < r.meter_start) {
-      ctx.addIssue({ code: 'custom', path: ['meter_end'], message: 'must not be below meter_start' });
-    }
-  });
+  .check(
+    z.superRefine((r, ctx) => {
+      if (Date.parse(r.end_time) < Date.parse(r.start_time)) {
+        ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'must not be earlier than start_time' });
+      }
+      if (r.meter_start !== undefined && r.meter_end !== undefined && r.meter_end < r.meter_start) {
+        ctx.addIssue({ code: 'custom', path: ['meter_end'], message: 'must not be below meter_start' });
+      }
+    }),
+  );
 export type ChargingRecordUpload = z.infer<typeof ChargingRecordUpload>;
 export const ChargingRecordsUpload = z.object({
-  records: z.array(ChargingRecordUpload).min(1).max(CHARGING_RECORDS_BATCH_MAX),
+  records: z.array(ChargingRecordUpload).check(z.minLength(1), z.maxLength(CHARGING_RECORDS_BATCH_MAX)),
 });
 export const UploadAccepted = z.object({
   /** Newly stored. */
-  accepted: z.number().int(),
+  accepted: z.int(),
   /** Already stored earlier (a replay): ignored. */
-  duplicates: z.number().int(),
+  duplicates: z.int(),
 });
 
 export const FirmwareState = z.enum([
@@ -202,9 +223,9 @@ export const FirmwareState = z.enum([
 ]);
 export const FirmwareStatusReport = z.object({
   status: FirmwareState,
-  version: Text.max(64).optional(),
-  progress: z.number().int().min(0).max(100).optional(),
-  message: z.string().max(REASON_MAX_LENGTH).optional(),
+  version: z.optional(Text.check(z.maxLength(64))),
+  progress: z.optional(z.int().check(z.minimum(0), z.maximum(100))),
+  message: z.optional(z.string().check(z.maxLength(REASON_MAX_LENGTH))),
   timestamp: Timestamp,
 });
 export type FirmwareStatusReport = z.infer<typeof FirmwareStatusReport>;

@@ -1,17 +1,14 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 
 /** Success envelope: `code` 0, `message` "success", endpoint-specific `data`. */
-export function envelopeOf<T extends z.ZodType>(data: T) {
+export function envelopeOf<T extends z.core.SomeType>(data: T) {
   return z.object({ code: z.literal(0), message: z.string(), data });
 }
 
 export const ErrorResponse = z.object({
-  code: z
-    .number()
-    .int()
-    .refine((c) => c !== 0, 'error codes are non-zero'),
+  code: z.int().check(z.refine((c) => c !== 0, 'error codes are non-zero')),
   message: z.string(),
-  details: z.record(z.string(), z.unknown()).optional(),
+  details: z.optional(z.record(z.string(), z.unknown())),
 });
 export type ErrorResponse = z.infer<typeof ErrorResponse>;
 
@@ -28,7 +25,7 @@ export type OAuthErrorCode = z.infer<typeof OAuthErrorCode>;
  * The token endpoint's 4xx answers: the ErrorResponse, plus RFC 6749 §5.2's `error` and `error_description`
  * (the message, in RFC 6749's character set), so that OAuth client libraries read them.
  */
-export const OAuthErrorResponse = ErrorResponse.extend({
+export const OAuthErrorResponse = z.extend(ErrorResponse, {
   error: OAuthErrorCode,
   error_description: z.string(),
 });

@@ -34,10 +34,10 @@ export const DeviceResponse = envelopeOf(Device);
 // GET /v1/operator/charging-records
 export const ChargingRecordsQuery = z
   .strictObject({
-    device_id: Identifier.optional(),
-    connector_id: ConnectorIdParam.optional(),
-    start_time: Timestamp.optional(),
-    end_time: Timestamp.optional(),
+    device_id: z.optional(Identifier),
+    connector_id: z.optional(ConnectorIdParam),
+    start_time: z.optional(Timestamp),
+    end_time: z.optional(Timestamp),
     ...PageQuery,
   })
   .superRefine((q, ctx) => {
@@ -63,7 +63,7 @@ export const DischargeRequest = z.strictObject({
   /** Seconds, required. */
   duration: z.number().int().min(1).max(CONTROL_DURATION_MAX_SECONDS),
   /** Discharging stops at this SOC; default 20. */
-  min_soc: Soc.default(20),
+  min_soc: z._default(Soc, 20),
 });
 export type DischargeRequest = z.infer<typeof DischargeRequest>;
 
@@ -173,19 +173,19 @@ export const ControlView = z.object({
 export type ControlView = z.infer<typeof ControlView>;
 
 export const DevicesQuery = z.strictObject({
-  site_id: Identifier.optional(),
+  site_id: z.optional(Identifier),
   status: z.enum(['online', 'offline']).optional(),
   ...PageQuery,
 });
 export const DevicesPage = pageOf(Device);
 
-export const SiteView = Site.extend({ device_count: z.number().int() });
+export const SiteView = z.object({ ...Site.shape, device_count: z.number().int() });
 export const SitesQuery = z.strictObject({ ...PageQuery });
 export const SitesPage = pageOf(SiteView);
 
 export const StartRequest = z.strictObject({
   /** Stop charging when the vehicle reaches this SOC. */
-  target_soc: Soc.optional(),
+  target_soc: z.optional(Soc),
   /** kW cap for this session. */
   power_limit: z.number().min(0).max(1000).optional(),
 });
@@ -203,8 +203,8 @@ export const ENERGY_INTERVAL_MS = { '15m': 900_000, '1h': 3_600_000, '1d': 86_40
 export const ENERGY_MAX_BUCKETS = 3000;
 export const EnergyQuery = z
   .strictObject({
-    device_id: Identifier.optional(),
-    site_id: Identifier.optional(),
+    device_id: z.optional(Identifier),
+    site_id: z.optional(Identifier),
     start_time: Timestamp,
     end_time: Timestamp,
     interval: EnergyInterval.default('1h'),
@@ -253,6 +253,6 @@ export const EnergySeries = z.object({
 export const EventsQuery = z.strictObject({ ...PageQuery });
 
 // GET /v1/operator/devices/{device_id}/commands: newest first, optionally of one status.
-export const DeviceCommandsQuery = z.strictObject({ status: CommandStatus.optional(), ...PageQuery });
+export const DeviceCommandsQuery = z.strictObject({ status: z.optional(CommandStatus), ...PageQuery });
 export type DeviceCommandsQuery = z.infer<typeof DeviceCommandsQuery>;
 export const DeviceCommandsPage = pageOf(CommandView);

@@ -1,4 +1,12 @@
-import * as z from 'zod';
+/**
+ * The wire contract's schemas are written with zod's functional build, `zod/mini`: the same zod 4 engine as
+ * `import * as z from 'zod'`, without the chained methods. A bundle then carries only the parts of zod the
+ * schemas use, which is what keeps the charger agent small (docs/benchmarks.md, "Agent footprint"); the
+ * platform composes them with the classic API freely (both are zod's core schemas).
+ */
+
+import { en } from 'zod/locales';
+import * as z from 'zod/mini';
 import {
   ID_MAX_LENGTH,
   PAGE_DEFAULT,
@@ -8,25 +16,31 @@ import {
   TEXT_MAX_LENGTH,
 } from './limits.js';
 
+// Classic zod sets its English messages when it loads; zod/mini leaves that to its user. Without this, a
+// process that loads only zod/mini (the agent) would answer "Invalid input" for every kind of bad value.
+z.config(en());
+
 /** ISO 8601 date-time; `Z` or an explicit offset. Stored and answered in UTC. */
 export const Timestamp = z.iso.datetime({ offset: true });
 
 /** Platform-issued and caller-chosen identifiers: letters, digits and `_ - . :`. No slashes, spaces or controls. */
 export const Identifier = z
   .string()
-  .min(1)
-  .max(ID_MAX_LENGTH)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may contain only letters, digits and _ - . :');
+  .check(
+    z.minLength(1),
+    z.maxLength(ID_MAX_LENGTH),
+    z.regex(/^[A-Za-z0-9_.:-]+$/, 'may contain only letters, digits and _ - . :'),
+  );
 
 /** Printable text without control characters. */
-export const Text = z
-  .string()
-  .min(1)
-  .max(TEXT_MAX_LENGTH)
+export const Text = z.string().check(
+  z.minLength(1),
+  z.maxLength(TEXT_MAX_LENGTH),
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
-  .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+  z.regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
+);
 
-export const Soc = z.number().int().min(0).max(100);
+export const Soc = z.int().check(z.minimum(0), z.maximum(100));
 
 export const ConnectorState = z.enum(['idle', 'charging', 'discharging', 'fault', 'unavailable']);
 export type ConnectorState = z.infer<typeof ConnectorState>;
@@ -48,30 +62,31 @@ export function isIanaTimezone(name: string): boolean {
     return false;
   }
 }
-export const Timezone = z.string().min(1).max(64).refine(isIanaTimezone, 'unknown IANA timezone');
+export const Timezone = z
+  .string()
+  .check(z.minLength(1), z.maxLength(64), z.refine(isIanaTimezone, 'unknown IANA timezone'));
 
 /** A query-string integer: digits only, so `1e3`, ` 1` or `1.0` are refused rather than coerced. */
 export function queryInt(min: number, max: number) {
-  return z
-    .string()
-    .regex(/^-?\d{1,16}$/, 'must be an integer')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  return z.pipe(
+    z.pipe(z.string().check(z.regex(/^-?\d{1,16}$/, 'must be an integer')), z.transform(Number)),
+    z.int().check(z.minimum(min), z.maximum(max)),
+  );
 }
 
 /** Path parameter `connector_id`. */
 export const ConnectorIdParam = queryInt(1, 2_147_483_647);
 
 export const PageQuery = {
-  page: queryInt(1, PAGE_MAX).default(PAGE_DEFAULT),
-  size: queryInt(1, PAGE_SIZE_MAX).default(PAGE_SIZE_DEFAULT),
+  page: z._default(queryInt(1, PAGE_MAX), PAGE_DEFAULT),
+  size: z._default(queryInt(1, PAGE_SIZE_MAX), PAGE_SIZE_DEFAULT),
 };
 
-export function pageOf<T extends z.ZodType>(item: T) {
+export function pageOf<T extends z.core.SomeType>(item: T) {
   return z.object({
-    total: z.number().int(),
-    page: z.number().int(),
-    size: z.number().int(),
+    total: z.int(),
+    page: z.int(),
+    size: z.int(),
     items: z.array(item),
   });
 }

@@ -1,54 +1,54 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { ConnectorState, DeviceStatus, Identifier, Soc, Timestamp } from './primitives.js';
 
 export const Connector = z.object({
-  connector_id: z.number().int().min(1),
+  connector_id: z.int().check(z.minimum(1)),
   status: ConnectorState,
-  power: z.number().optional(),
-  voltage: z.number().optional(),
-  current: z.number().optional(),
-  energy_delivered: z.number().optional(),
-  soc: Soc.optional(),
-  temperature: z.number().optional(),
-  last_telemetry_time: Timestamp.optional(),
+  power: z.optional(z.number()),
+  voltage: z.optional(z.number()),
+  current: z.optional(z.number()),
+  energy_delivered: z.optional(z.number()),
+  soc: z.optional(Soc),
+  temperature: z.optional(z.number()),
+  last_telemetry_time: z.optional(Timestamp),
   /** Additive: rating and V2G capability as registered. */
-  max_power_kw: z.number().optional(),
-  v2g_capable: z.boolean().optional(),
+  max_power_kw: z.optional(z.number()),
+  v2g_capable: z.optional(z.boolean()),
 });
 export type Connector = z.infer<typeof Connector>;
 
 export const Device = z.object({
   device_id: z.string(),
-  sn: z.string().optional(),
-  model: z.string().optional(),
-  manufacturer: z.string().optional(),
-  firmware_version: z.string().optional(),
-  status: DeviceStatus.optional(),
-  connectors: z.array(Connector).optional(),
-  last_heartbeat: Timestamp.optional(),
-  site_id: z.string().optional(),
+  sn: z.optional(z.string()),
+  model: z.optional(z.string()),
+  manufacturer: z.optional(z.string()),
+  firmware_version: z.optional(z.string()),
+  status: z.optional(DeviceStatus),
+  connectors: z.optional(z.array(Connector)),
+  last_heartbeat: z.optional(Timestamp),
+  site_id: z.optional(z.string()),
 });
 export type Device = z.infer<typeof Device>;
 
 export const VehicleInfo = z.object({
-  vin: z.string().optional(),
-  soc_start: Soc.optional(),
-  soc_end: Soc.optional(),
+  vin: z.optional(z.string()),
+  soc_start: z.optional(Soc),
+  soc_end: z.optional(Soc),
 });
 
 export const ChargingRecord = z.object({
   record_id: z.string(),
   device_id: z.string(),
-  connector_id: z.number().int().min(1),
+  connector_id: z.int().check(z.minimum(1)),
   start_time: Timestamp,
   end_time: Timestamp,
   energy: z.number(),
-  max_power: z.number().optional(),
-  avg_power: z.number().optional(),
-  cost: z.number().optional(),
-  meter_start: z.number().optional(),
-  meter_end: z.number().optional(),
-  vehicle_info: VehicleInfo.optional(),
+  max_power: z.optional(z.number()),
+  avg_power: z.optional(z.number()),
+  cost: z.optional(z.number()),
+  meter_start: z.optional(z.number()),
+  meter_end: z.optional(z.number()),
+  vehicle_info: z.optional(VehicleInfo),
 });
 export type ChargingRecord = z.infer<typeof ChargingRecord>;
 

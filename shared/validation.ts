@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 
 export interface ValidationFailure {
   /** Dotted path of the offending parameter, e.g. `time_slots.0.start`; `body` when the whole input is wrong. */
@@ -33,8 +33,8 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 const SECRET_FIELDS = /secret|password|token/i;
 
 /** Validate `input` with a shared schema; on failure, name the first offending field and its value. */
-export function validate<S extends z.ZodType>(schema: S, input: unknown): ValidationResult<z.infer<S>> {
-  const result = schema.safeParse(input);
+export function validate<S extends z.core.$ZodType>(schema: S, input: unknown): ValidationResult<z.infer<S>> {
+  const result = z.safeParse(schema, input);
   if (result.success) return { ok: true, data: result.data };
   const issue = result.error.issues[0]!;
   let path: PropertyKey[] = [...issue.path];

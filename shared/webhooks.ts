@@ -72,7 +72,7 @@ export const WebhookDelivery = z.object({
   /** HTTP status of the last attempt, or null when it got none (refused, timed out, blocked address). */
   last_status: z.number().int().nullable(),
   last_error: z.string().nullable(),
-  next_attempt_at: Timestamp.nullable(),
+  next_attempt_at: z.nullable(Timestamp),
   state: DeliveryState,
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
@@ -94,7 +94,7 @@ export const WEBHOOK_EVENT_DATA = {
   'device.online': deviceStatusChange('online'),
   'device.offline': deviceStatusChange('offline'),
   /** A charger event of severity `error` or `critical`, as uploaded. */
-  'device.fault': DeviceEvent.extend({ device_id: z.string() }),
+  'device.fault': z.object({ ...DeviceEvent.shape, device_id: z.string() }),
   /** A change of a connector's reported state (not every sample). */
   'connector.state_changed': z.object({
     device_id: z.string(),
@@ -122,9 +122,9 @@ export const WEBHOOK_EVENT_DATA = {
     at: Timestamp,
   }),
   'charging_record.created': ChargingRecord,
-  'firmware.status_changed': FirmwareStatusReport.extend({ device_id: z.string() }),
+  'firmware.status_changed': z.object({ ...FirmwareStatusReport.shape, device_id: z.string() }),
   'webhook.test': z.object({ webhook_id: z.string() }),
-} satisfies Record<WebhookEventType, z.ZodType>;
+} satisfies Record<WebhookEventType, z.core.$ZodType>;
 
 /** What a receiver gets, for one event type. */
 export function webhookEventBody<T extends WebhookEventType>(type: T) {

@@ -3,7 +3,7 @@
  * with a reason a person can act on, what the charger cannot or must not do — an unknown command, invalid
  * params, an expired command, an unknown connector, discharge without V2G hardware.
  */
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import {
   type CommandParamsOf,
   DeleteScheduleParams,
@@ -36,7 +36,7 @@ export interface CheckContext {
   connectors: readonly ConnectorInfo[];
 }
 
-function parse<S extends z.ZodType>(
+function parse<S extends z.core.$ZodType>(
   schema: S,
   params: unknown,
 ): { ok: true; data: z.infer<S> } | { ok: false; reason: string } {

@@ -14,7 +14,7 @@
  *   is still registered (409) the credentials were revoked some other way: fatal, ask the operator to reset.
  */
 import type { Logger } from 'pino';
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import type { DeviceToken, RegisterRequest, Registration } from '../../shared/device-api.js';
 import { AgentFatalError, EXIT_IDENTITY_REFUSED, EXIT_USAGE } from '../agent-errors.js';
 import { type Clock, iso, sleep } from '../clock.js';

@@ -2,7 +2,7 @@
  * Reading the platform's answers: the commands a heartbeat or poll delivers (each checked only as far as the
  * agent needs to answer for it), and the response envelopes, built once per data schema.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { envelopeOf } from '../../shared/envelope.js';
 import { Identifier, Timestamp } from '../../shared/primitives.js';
 
@@ -69,8 +69,8 @@ export function commandsOf(data: z.infer<typeof CommandsPayload>): CommandsRecei
 }
 
 /** Envelope schemas, built once per data schema: building zod schemas on every response costs memory and CPU. */
-const envelopes = new WeakMap<z.ZodType, z.ZodType>();
-export function envelopeSchema(schema: z.ZodType): z.ZodType {
+const envelopes = new WeakMap<z.core.$ZodType, z.core.$ZodType>();
+export function envelopeSchema(schema: z.core.$ZodType): z.core.$ZodType {
   let envelope = envelopes.get(schema);
   if (!envelope) {
     envelope = envelopeOf(schema);

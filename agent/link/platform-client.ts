@@ -12,7 +12,7 @@
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
 import type { Dispatcher } from 'undici';
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 import {
   type ChargingRecordUpload,
   CommandStatusAck,
@@ -262,9 +262,9 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     });
   }
 
-  function dataOf<S extends z.ZodType>(schema: S, call: Call, res: RawResponse): z.infer<S> {
+  function dataOf<S extends z.core.$ZodType>(schema: S, call: Call, res: RawResponse): z.infer<S> {
     if (res.status < 200 || res.status > 299) throw failureOf(res.status, res.body, res.headers, now());
-    const envelope = envelopeSchema(schema).safeParse(res.body);
+    const envelope = z.safeParse(envelopeSchema(schema), res.body);
     if (!envelope.success) {
       const issue = envelope.error.issues[0];
       const where = issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'unexpected body';
@@ -275,7 +275,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     return (envelope.data as { data: z.infer<S> }).data;
   }
 
-  async function unauthenticated<S extends z.ZodType>(schema: S, call: Call): Promise<z.infer<S>> {
+  async function unauthenticated<S extends z.core.$ZodType>(schema: S, call: Call): Promise<z.infer<S>> {
     return dataOf(schema, call, await send(call));
   }
 
@@ -301,7 +301,10 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
         );
       }
     }
-    async function authed<S extends z.ZodType>(schema: S, call: Omit<Call, 'token'>): Promise<z.infer<S>> {
+    async function authed<S extends z.core.$ZodType>(
+      schema: S,
+      call: Omit<Call, 'token'>,
+    ): Promise<z.infer<S>> {
       let res = await send({ ...call, token: await bearer(call, () => tokens.token()) });
       if (res.status === 401) {
         const failure = failureOf(401, res.body, res.headers, now());

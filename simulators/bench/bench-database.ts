@@ -67,11 +67,11 @@ export function withoutPassword(url: string): string {
   return u.toString();
 }
 
-async function query<T>(url: string, sql: string, row: z.ZodType<T>): Promise<T[]> {
+async function query<T>(url: string, sql: string, row: z.core.$ZodType<T>): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query(sql)).rows.map((r: unknown) => row.parse(r));
+    return (await client.query(sql)).rows.map((r: unknown) => z.parse(row, r));
   } finally {
     await client.end();
   }

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
-import type * as z from 'zod';
+import * as z from 'zod';
 import { DeviceToken, envelopeOf, Registration } from '../../shared/index.js';
 
 /**
@@ -53,10 +53,10 @@ export async function send(
 }
 
 /** The answer's body as `schema` reads it; anything but a 200 is an error. */
-export function expectOk<T extends z.ZodType>(what: string, answer: Answer, schema: T): z.output<T> {
+export function expectOk<T extends z.core.$ZodType>(what: string, answer: Answer, schema: T): z.output<T> {
   if (answer.status !== 200)
     throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
-  return schema.parse(answer.body);
+  return z.parse(schema, answer.body);
 }
 
 /** One subject's budget: requests at least `gapMs` apart, and a 429's wait honoured (and counted). */

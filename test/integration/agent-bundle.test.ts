@@ -143,11 +143,11 @@ describe('npm run build:agent', () => {
     expect(modules).toContain('agent/cli.ts');
     expect(modules).toContain('agent/technician/diag/run-diag.ts');
     expect(modules.filter((m) => !/^(agent|shared|node_modules)\//.test(m))).toEqual([]);
-    // What the footprint depends on (docs/benchmarks.md, "Agent footprint"): zod tree-shaken (its index's
-    // 40 locales and JSON Schema conversion are not in the agent), and no node:http2.
+    // What the footprint depends on (docs/benchmarks.md, "Agent footprint"): the shared schemas and the agent
+    // validate with zod/mini, never the classic API, and only English messages are in.
+    expect(modules).toContain('node_modules/zod/v4/mini/schemas.js');
     expect(modules).toContain('node_modules/zod/v4/locales/en.js');
-    expect(modules.filter((m) => /zod\/v4\/locales\/(?!en\.js)/.test(m))).toEqual([]);
-    expect(modules).not.toContain('node_modules/zod/v4/classic/from-json-schema.js');
+    expect(modules.filter((m) => /zod\/v4\/(classic\/|locales\/(?!en\.js))/.test(m))).toEqual([]);
   });
 
   it('keeps its sources in Latin-1, which V8 holds at one byte per character', () => {

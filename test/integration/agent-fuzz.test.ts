@@ -152,7 +152,7 @@ const isDocumentedRefusal = (status: number, body: Json): boolean => {
   const e = ErrorResponse.safeParse(body);
   return e.success && (STATUS_OF[e.data.code] ?? []).includes(status);
 };
-const SUCCESS_OF: Record<EndpointClass, readonly z.ZodType[]> = {
+const SUCCESS_OF: Record<EndpointClass, readonly z.core.$ZodType[]> = {
   upload: [CommandStatusAck, UploadAccepted, TelemetryAccepted, TelemetryBatchAccepted, FirmwareStatusAck],
   register: [Registration],
   token: [],

@@ -216,7 +216,7 @@ function unauthenticatedAnswer(route: AnyRoute, g: Garbage): Expected {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function validParam(name: string, schema: z.ZodType): string {
+function validParam(name: string, schema: z.core.$ZodType): string {
   const preferred: Record<string, string> = {
     device_id: device.deviceId,
     site_id: tenant.siteId,
@@ -228,13 +228,15 @@ function validParam(name: string, schema: z.ZodType): string {
     delivery_id: 'msg_fuzz_missing',
   };
   for (const candidate of [preferred[name], 'fuzz_missing_1', '1']) {
-    if (candidate !== undefined && schema.safeParse(candidate).success) return candidate;
+    if (candidate !== undefined && z.safeParse(schema, candidate).success) return candidate;
   }
   throw new Error(`no valid value known for path parameter ${name}`);
 }
 
-function shapeOf(schema: z.ZodType | undefined): Record<string, z.ZodType> {
-  return schema instanceof z.ZodObject ? (schema.shape as Record<string, z.ZodType>) : {};
+function shapeOf(schema: z.core.$ZodType | undefined): Record<string, z.core.$ZodType> {
+  return schema instanceof z.core.$ZodObject
+    ? (schema._zod.def.shape as Record<string, z.core.$ZodType>)
+    : {};
 }
 
 function paramNames(route: AnyRoute): string[] {
@@ -562,7 +564,7 @@ function bodyGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
     .map(([b, ms]) => toWire(applyMutations(b, ms)))
     .filter((r): r is { text: string; parsed: unknown } => {
       if (!r || FORBIDDEN_IN_INPUT.test(r.text)) return false;
-      return !schema.safeParse(r.parsed).success;
+      return !z.safeParse(schema, r.parsed).success;
     })
     .map((r) => {
       const tooLarge = Buffer.byteLength(r.text) > bodyLimitOf(route);
@@ -833,7 +835,8 @@ function paramsGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
       return { name, seg, decoded };
     })
     .filter(
-      ({ name, decoded }) => decoded === undefined || !(shape[name] ?? z.string()).safeParse(decoded).success,
+      ({ name, decoded }) =>
+        decoded === undefined || !z.safeParse(shape[name] ?? z.string(), decoded).success,
     )
     .filter(({ decoded }) => decoded === undefined || !FORBIDDEN_IN_INPUT.test(decoded))
     .map(({ name, seg, decoded }) => {
@@ -945,7 +948,7 @@ function queryGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
       const grouped = new Map<string, string[]>();
       for (const [k, v] of pairs) grouped.set(k, [...(grouped.get(k) ?? []), v]);
       const model = Object.fromEntries([...grouped].map(([k, vs]) => [k, vs.length === 1 ? vs[0] : vs]));
-      return !pairs.some(([k, v]) => FORBIDDEN_IN_INPUT.test(k + v)) && !schema.safeParse(model).success;
+      return !pairs.some(([k, v]) => FORBIDDEN_IN_INPUT.test(k + v)) && !z.safeParse(schema, model).success;
     })
     .map(
       (pairs) => `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`,

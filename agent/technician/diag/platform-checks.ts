@@ -3,7 +3,7 @@
  * exchange with the stored credentials, a command poll that acts on nothing, and the clock skew they measure.
  */
 import { type Agent, request } from 'undici';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { DeviceToken } from '../../../shared/device-api.js';
 import { ErrorResponse, envelopeOf } from '../../../shared/envelope.js';
 import { CLOCK_SKEW_WARN_SECONDS } from '../../../shared/limits.js';
