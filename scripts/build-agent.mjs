@@ -46,6 +46,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
+import { withoutHttp2, writeOneByteSources } from './agent-bundle-footprint.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -137,7 +138,7 @@ function assertInputs(metafile, allowedDirs, what) {
   /** @type {Map<string, string>} */
   const packages = new Map();
   for (const input of Object.keys(metafile.inputs)) {
-    // The one-line stand-in for node:http2 (withoutHttp2, below).
+    // The one-line stand-in for node:http2 (withoutHttp2, agent-bundle-footprint.mjs).
     if (input.startsWith('without-http2:')) continue;
     const pkg = packageOf(input);
     if (pkg !== undefined) {
@@ -248,58 +249,6 @@ function sizeOf(p) {
 const started = Date.now();
 rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
-
-/**
- * undici's HTTP/2 client loads `node:http2` when undici loads, and falls back to no HTTP/2 where Node has none
- * (lib/dispatcher/client-h2.js). The agent speaks HTTP/1.1 only (platform-client.ts never sets `allowH2`), so the
- * bundle takes that fallback: `node:http2` and everything it loads stay out of the charger's memory (2 MiB RSS,
- * docs/benchmarks.md, "Agent footprint").
- */
-const withoutHttp2 = {
-  name: 'without-http2',
-  /** @param {esbuild.PluginBuild} build */
-  setup(build) {
-    build.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
-      /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client-h2\.js$/.test(args.importer)
-        ? { path: 'http2', namespace: 'without-http2' }
-        : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'without-http2' }, () => ({
-      contents: "throw new Error('HTTP/2 is not part of the charger agent');",
-      loader: 'js',
-    }));
-  },
-};
-
-/**
- * V8 keeps a module's source in memory for as long as the module lives, at one byte per character only when every
- * character fits in Latin-1: one em dash in a comment esbuild keeps doubles the resident source of its chunk
- * (1.1 MiB RSS for the agent's, docs/benchmarks.md, "Agent footprint"). esbuild already escapes every non-ASCII
- * character of code (its default charset), so what is left is in comments, where an ASCII spelling serves.
- */
-const ASCII_SPELLING = new Map([
-  ['\u2014', '--'],
-  ['\u2013', '-'],
-  ['\u2018', "'"],
-  ['\u2019', "'"],
-  ['\u201c', '"'],
-  ['\u201d', '"'],
-  ['\u2026', '...'],
-  ['\u2192', '->'],
-  ['\u2264', '<='],
-  ['\u2265', '>='],
-  ['\u00d7', 'x'],
-]);
-/** Writes esbuild's output files, every JavaScript one in Latin-1 characters only. */
-function writeOneByteSources(/** @type {esbuild.OutputFile[]} */ files) {
-  for (const file of files) {
-    const text = /\.m?js$/.test(file.path)
-      ? file.text.replace(/[\u0100-\u{10ffff}]/gu, (ch) => ASCII_SPELLING.get(ch) ?? '?')
-      : file.text;
-    mkdirSync(path.dirname(file.path), { recursive: true });
-    writeFileSync(file.path, text);
-  }
-}
 
 const main = await esbuild.build({
   ...COMMON,
