@@ -203,13 +203,18 @@ describe('several instances, one database, one Redis', () => {
         json: { timestamp: new Date().toISOString(), status: 'online', fault_code: 0 },
       });
     const refusedEverywhere = async (token: string) => {
-      const deadline = Date.now() + 3_000;
+      const deadline = Date.now() + 5_000;
       for (const p of [a, b, c]) {
         for (;;) {
           const res = await heartbeat(p, token);
           if (res.status === 401) break;
-          expect(res.status, res.text).toBe(200);
           expect(Date.now(), 'the revocation never reached every instance').toBeLessThan(deadline);
+          if (res.status === 429) {
+            // The device's shared 10/s budget, spent by the steps just before on a fast machine: wait it out.
+            await new Promise((r) => setTimeout(r, 1000 * (res.body.details?.retry_after_seconds ?? 1)));
+            continue;
+          }
+          expect(res.status, res.text).toBe(200);
           await new Promise((r) => setTimeout(r, 250)); // under the shared 10/s limit
         }
       }
