@@ -93,7 +93,7 @@ export async function measureAgentFootprint(minutes = 10, bundle = DEFAULT_BUNDL
       if (Date.now() >= end) break;
       await sleep(5_000);
     }
-    const scheduleStored = await scheduleOnCharger(join(dir, 'schedule'), scheduleId);
+    assertScheduleOnCharger(join(dir, 'schedule'), scheduleId);
     for (const agent of [plain, asUnit, withSchedule]) {
       const exited = new Promise((r) => agent.once('exit', r));
       agent.kill('SIGTERM');
@@ -116,7 +116,7 @@ export async function measureAgentFootprint(minutes = 10, bundle = DEFAULT_BUNDL
       bare_node: bareNode,
       agent_node_defaults: nodeDefaults,
       agent_as_unit: unitStarted,
-      agent_as_unit_with_schedule: { ...unitScheduled, schedule_stored_on_charger: scheduleStored },
+      agent_as_unit_with_schedule: unitScheduled,
       over_bare_mib: {
         node_defaults: over(nodeDefaults),
         as_unit: over(unitStarted),
@@ -142,12 +142,10 @@ async function setDailySchedule(platform: BenchPlatform, sn: string): Promise<st
   const db = new Database(join(platform.dataDir, 'platform.sqlite'), { readonly: true, fileMustExist: true });
   let deviceId: string | undefined;
   try {
+    const bySn = db.prepare('SELECT device_id FROM devices WHERE sn = ?');
     for (let i = 0; i < 100 && deviceId === undefined; i++) {
-      const row = db.prepare('SELECT device_id FROM devices WHERE sn = ?').get(sn) as
-        | { device_id: string }
-        | undefined;
-      if (row) deviceId = row.device_id;
-      else await sleep(200);
+      deviceId = (bySn.get(sn) as { device_id: string } | undefined)?.device_id;
+      if (deviceId === undefined) await sleep(200);
     }
   } finally {
     db.close();
@@ -170,14 +168,18 @@ async function setDailySchedule(platform: BenchPlatform, sn: string): Promise<st
   return schedule.schedule_id;
 }
 
-/** Whether the agent's own store holds the schedule (it received and stored the command). */
-async function scheduleOnCharger(dataDir: string, scheduleId: string): Promise<boolean> {
+/**
+ * Fails the run unless the agent's own store holds the schedule (it received and stored the command): without
+ * it, the figure "with a schedule" would measure an agent without one.
+ */
+function assertScheduleOnCharger(dataDir: string, scheduleId: string): void {
   const db = new Database(join(dataDir, 'agent.sqlite'), { readonly: true, fileMustExist: true });
   try {
     const row = db.prepare('SELECT COUNT(*) AS n FROM schedules WHERE schedule_id = ?').get(scheduleId) as {
       n: number;
     };
-    return row.n > 0;
+    if (row.n === 0)
+      throw new Error(`the agent never stored schedule ${scheduleId}: no figure with a schedule`);
   } finally {
     db.close();
   }
