@@ -53,8 +53,16 @@ export type HeartbeatStatus = z.infer<typeof HeartbeatStatus>;
 export const Scope = z.enum(['read', 'write']);
 export type Scope = z.infer<typeof Scope>;
 
-/** True when `name` is an IANA timezone this runtime knows. */
+let canonicalZones: Set<string> | undefined;
+
+/**
+ * True when `name` is an IANA timezone this runtime knows (what `Intl.DateTimeFormat` accepts). ICU's list of
+ * canonical zones answers first: building a DateTimeFormat loads ICU's date formatting, about 7 MiB that a
+ * charger's agent otherwise never needs (docs/benchmarks.md). `UTC` is always valid (ECMA-402).
+ */
 export function isIanaTimezone(name: string): boolean {
+  canonicalZones ??= new Set([...Intl.supportedValuesOf('timeZone'), 'UTC']);
+  if (canonicalZones.has(name)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: name });
     return true;

@@ -131,7 +131,7 @@ export function evaluateConnector(input: ConnectorPolicyInput): ConnectorAllowan
 
   // Slot occurrences are enumerated by local day, and a day's slots start after every instant of the
   // previous day; so the near enumeration holds every slot edge up to the short horizon. Only when nothing
-  // changes that soon is the whole horizon (an order of magnitude more Intl work) enumerated.
+  // changes that soon is the whole horizon (an order of magnitude more time-zone work) enumerated.
   let next = earliestAfter([...edges, ...nearSlotEdges], now, shortHorizon);
   if (next === undefined) {
     const farSlotEdges = windowed.flatMap(({ schedule, window }) =>

@@ -1,5 +1,6 @@
 /**
- * Wall-clock ↔ instant conversion in an IANA timezone, with Intl only (no date library).
+ * Wall-clock ↔ instant conversion in an IANA timezone, on the zone's offsets from the system's tz database
+ * (`tz/zone-offsets.ts`; Intl where the system lacks a zone). No date library.
  *
  * A local calendar day is an integer "day number": days since 1970-01-01 in the proleptic Gregorian
  * calendar, independent of any timezone. Times of day are minutes after local midnight.
@@ -10,6 +11,7 @@
  * - a wall-clock time that occurs twice (fall back) maps to its first occurrence.
  */
 import type { DayOfWeek } from '../../shared/schedule.js';
+import { offsetsOf } from './tz/zone-offsets.js';
 
 export const MS_PER_MINUTE = 60_000;
 export const MS_PER_HOUR = 3_600_000;
@@ -27,40 +29,15 @@ export interface WallClock {
   second: number;
 }
 
-// Building a DateTimeFormat is far costlier than using one; the agent evaluates often and in few zones.
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatterFor(timeZone: string): Intl.DateTimeFormat {
-  let formatter = formatters.get(timeZone);
-  if (!formatter) {
-    formatter = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, formatter);
-  }
-  return formatter;
+/** UTC offset of `timeZone` at `instantMs`, in ms (Berlin in summer: +7_200_000). */
+export function utcOffsetMs(instantMs: number, timeZone: string): number {
+  return offsetsOf(timeZone)(instantMs);
 }
 
 /** The local wall-clock fields at `instantMs`, as if they were a UTC time (ms, second precision). */
 function wallClockAsUtcMs(instantMs: number, timeZone: string): number {
-  const fields = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 };
-  for (const part of formatterFor(timeZone).formatToParts(instantMs)) {
-    if (part.type in fields) fields[part.type as keyof typeof fields] = Number(part.value);
-  }
-  return Date.UTC(fields.year, fields.month - 1, fields.day, fields.hour, fields.minute, fields.second);
-}
-
-/** UTC offset of `timeZone` at `instantMs`, in ms (Berlin in summer: +7_200_000). */
-export function utcOffsetMs(instantMs: number, timeZone: string): number {
   const wholeSecond = Math.floor(instantMs / 1000) * 1000;
-  return wallClockAsUtcMs(wholeSecond, timeZone) - wholeSecond;
+  return wholeSecond + utcOffsetMs(wholeSecond, timeZone);
 }
 
 export function wallClockAt(instantMs: number, timeZone: string): WallClock {
@@ -133,7 +110,7 @@ function instantNearTransition(
   return transitionBetween(local - offsetAfter, local - offsetBefore, timeZone);
 }
 
-// Bounded caches: conversions repeat on the same few days, and Intl calls dominate the engine's cost.
+// Bounded caches: conversions repeat on the same few days.
 const CACHE_MAX = 4096;
 const offsetsCache = new Map<string, { before: number; after: number }>();
 const nearTransitionCache = new Map<string, number>();
