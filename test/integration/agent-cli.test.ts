@@ -288,6 +288,7 @@ describe('charger-agent diag', () => {
       'clock_skew',
       'disk',
       'logs',
+      'time_zones',
     ]);
     const byName = Object.fromEntries(json.checks.map((c: { name: string }) => [c.name, c]));
     for (const name of [
@@ -309,6 +310,12 @@ describe('charger-agent diag', () => {
     expect(['TLSv1.2', 'TLSv1.3']).toContain(byName.tls.data.protocol);
     expect(byName.round_trip.detail).toMatch(/GET \/v1\/device\/commands\?wait=0/);
     expect(Math.abs(byName.clock_skew.data.skew_ms)).toBeLessThan(5_000);
+    // The schedules stored earlier in this file are in Europe/Berlin, read from the system's tz database.
+    expect(byName.time_zones).toMatchObject({
+      status: 'pass',
+      hint: null,
+      data: { zones: [{ zone: 'Europe/Berlin', source: 'tz_database' }] },
+    });
     for (const secret of secretsOf(dataDir)) expect(stdout).not.toContain(secret);
 
     // The agent carries on: its own token still works and commands still reach it.

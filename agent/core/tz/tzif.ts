@@ -64,8 +64,10 @@ interface Header {
 }
 
 function readHeader(view: DataView, at: number): Header {
+  if (view.byteLength < at + 4 || view.getUint32(at) !== 0x545a6966) {
+    throw new TzifError('not a TZif file (no "TZif" magic)');
+  }
   need(view, at + HEADER_BYTES);
-  if (view.getUint32(at) !== 0x545a6966) throw new TzifError('not a TZif file (no "TZif" magic)');
   const versionByte = view.getUint8(at + 4);
   const version = versionByte === 0 ? 0 : versionByte - 0x30;
   if (version < 0 || version > 9) throw new TzifError(`unknown TZif version byte ${versionByte}`);

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { offsetAt, parseTzif } from './tzif.js';
+import { offsetAt, parseTzif, type ZoneRules } from './tzif.js';
 
 /** UTC offset in ms at an instant. */
 export type OffsetAt = (instantMs: number) => number;
@@ -31,8 +31,12 @@ let fromSystem: ((timeZone: string) => OffsetAt) | undefined;
 
 /** The offset function of `timeZone` from the system's tz database (`$TZDIR`, else /usr/share/zoneinfo). */
 export function offsetsOf(timeZone: string): OffsetAt {
-  fromSystem ??= zoneOffsets(process.env.TZDIR || '/usr/share/zoneinfo');
+  fromSystem ??= zoneOffsets(systemZoneDirectory());
   return fromSystem(timeZone);
+}
+
+export function systemZoneDirectory(): string {
+  return process.env.TZDIR || '/usr/share/zoneinfo';
 }
 
 /** Names as the tz database writes them (`America/Argentina/Buenos_Aires`, `Etc/GMT+5`): no `.`, no `//`. */
@@ -40,10 +44,27 @@ const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/;
 // Files in the database directory that are not zones Intl would accept.
 const NOT_ZONES = new Set(['Factory', 'localtime', 'posixrules']);
 
-function fromZoneFile(directory: string, timeZone: string): OffsetAt | undefined {
-  if (!ZONE_NAME.test(timeZone) || NOT_ZONES.has(timeZone) || timeZone.length > 64) return undefined;
+/** The rules of `timeZone` from its file in `directory`; throws why not (no such file, not TZif...). */
+export function readZoneFile(directory: string, timeZone: string): ZoneRules {
+  if (!ZONE_NAME.test(timeZone) || NOT_ZONES.has(timeZone) || timeZone.length > 64) {
+    throw new Error(`"${timeZone}" is not a zone name the tz database has files for`);
+  }
+  return parseTzif(readFileSync(join(directory, timeZone)));
+}
+
+/** The release of the tz database in `directory` (`2025b`), from its `tzdata.zi`; undefined when unknown. */
+export function zoneDatabaseRelease(directory: string): string | undefined {
   try {
-    const rules = parseTzif(readFileSync(join(directory, timeZone)));
+    const head = readFileSync(join(directory, 'tzdata.zi'), 'latin1').slice(0, 64);
+    return /^# version (\S+)/.exec(head)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+function fromZoneFile(directory: string, timeZone: string): OffsetAt | undefined {
+  try {
+    const rules = readZoneFile(directory, timeZone);
     return (instantMs) => offsetAt(rules, instantMs);
   } catch {
     return undefined;

@@ -31,6 +31,7 @@ import { dnsCheck, tcpCheck, tlsCheck } from './network-checks.js';
 import { type Check, skip, timed } from './outcome.js';
 import { roundTripCheck, skewCheck, tokenCheck } from './platform-checks.js';
 import { configurationCheck, processCheck, storeCheck } from './store-checks.js';
+import { timeZonesCheck } from './time-zone-checks.js';
 
 export interface DiagReport {
   /** True when no check failed (warnings and skips allowed). */
@@ -107,6 +108,7 @@ export async function runDiag(options: DiagOptions): Promise<{ report: DiagRepor
       checks.push({ name: 'disk', ...skip(`${ctx.dataDir} does not exist`), duration_ms: 0 });
       checks.push({ name: 'logs', ...skip(`${ctx.dataDir} does not exist`), duration_ms: 0 });
     }
+    checks.push(await timed('time_zones', () => timeZonesCheck(ctx)));
   } finally {
     delete ctx.token;
     if (access.ok) access.store.close();
