@@ -46,7 +46,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
-import { withoutHttp2, writeOneByteSources } from './agent-bundle-footprint.mjs';
+import { withoutHttp2, writeCompactSources } from './agent-bundle-footprint.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -266,7 +266,7 @@ const main = await esbuild.build({
   external: ['better-sqlite3', 'pino-pretty'],
   banner: { js: BANNER },
 });
-writeOneByteSources(main.outputFiles);
+writeCompactSources(main.outputFiles);
 const bundled = assertInputs(main.metafile, ['agent', 'shared'], 'agent bundle');
 
 const sim = await esbuild.build({

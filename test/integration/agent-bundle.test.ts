@@ -157,6 +157,16 @@ describe('npm run build:agent', () => {
     }
   });
 
+  it('keeps its sources without indentation, except inside template literals', () => {
+    const chunks = readdirSync(path.join(bundle, 'agent')).filter((f) => f.endsWith('.mjs'));
+    const lines = chunks.flatMap((f) => readFileSync(path.join(bundle, 'agent', f), 'latin1').split('\n'));
+    const indented = lines.filter((line) => /^[ \t]/.test(line));
+    expect(lines.length).toBeGreaterThan(10_000);
+    // What is left indented is the text of multi-line template literals, such as the store's SQL.
+    expect(indented.length).toBeLessThan(lines.length / 50);
+    expect(indented.some((line) => /^\s+ON CONFLICT \(key\) DO UPDATE/.test(line))).toBe(true);
+  });
+
   it('runs on its own: registers with --hal simulated, heartbeats, reports status, stops cleanly', async () => {
     const ca = path.join(tmp.dir, 'ca.pem');
     writeFileSync(ca, tp.ca);
