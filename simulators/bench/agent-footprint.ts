@@ -21,8 +21,8 @@ import { unitLaunch } from './unit-launch.js';
  * has the simulated HAL with both connectors charging (telemetry every 5 s, heartbeats every 30 s) against one
  * bench platform, for `--minutes` (default 10) after a 30 s warm-up. RSS and CPU from /proc. A fourth agent,
  * started as the unit starts it, also runs a daily charging schedule in Europe/Berlin on connector 1 (set through
- * the operator API before the warm-up ends): what a charger with a schedule holds (time-zone rules come from
- * ICU through Intl.DateTimeFormat).
+ * the operator API before the warm-up ends): what a charger with a schedule holds (its time-zone rules read
+ * from the system's tz database).
  * Usage: node dist/simulators/bench/agent-footprint.js [--minutes 10] [--bundle DIR]
  */
 const DEFAULT_BUNDLE = fileURLToPath(new URL('../../../dist-agent/', import.meta.url));
