@@ -21,6 +21,7 @@ import './supported-node.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { checkTimezonesWith } from '../shared/primitives.js';
 import {
   ConfigError,
   describeRunConfig,
@@ -29,6 +30,7 @@ import {
   resolveRunConfig,
 } from './agent-config.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, isAgentFatalError } from './agent-errors.js';
+import { isReadableZone } from './core/tz/zone-offsets.js';
 import type { Hal } from './hal.js';
 import { loadHal } from './hal-loader.js';
 import { createAgentLogger } from './logger.js';
@@ -37,6 +39,9 @@ import { startAgent } from './runtime/agent-runtime.js';
 // code (diag alone brings all of undici and more schemas; docs/benchmarks.md, "Agent footprint").
 import { DEFAULT_DIAG_TIMEOUT_MS, TECH_EXIT } from './technician/read-store.js';
 import { AGENT_VERSION } from './version.js';
+
+// A schedule's zone is valid here when the agent can read its rules: from the tz database without Intl.
+checkTimezonesWith(isReadableZone);
 
 function fail(message: string, code: number): never {
   process.stderr.write(`charger-agent: ${message}\n`);

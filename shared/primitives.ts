@@ -70,9 +70,23 @@ export function isIanaTimezone(name: string): boolean {
     return false;
   }
 }
-export const Timezone = z
-  .string()
-  .check(z.minLength(1), z.maxLength(64), z.refine(isIanaTimezone, 'unknown IANA timezone'));
+let timezoneCheck: (name: string) => boolean = isIanaTimezone;
+
+/**
+ * How `Timezone` checks a name; by default `isIanaTimezone`. The charger agent's process checks instead that it
+ * can read the zone's rules (its tz database, then Intl: never stricter than Intl), so that a zone outside ICU's
+ * canonical list (Asia/Kolkata, Europe/Kyiv, US/Eastern) does not load ICU's date formatting only to be checked
+ * (docs/agent.md, "Time zones").
+ */
+export function checkTimezonesWith(check: (name: string) => boolean): void {
+  timezoneCheck = check;
+}
+
+export const Timezone = z.string().check(
+  z.minLength(1),
+  z.maxLength(64),
+  z.refine((name) => timezoneCheck(name), 'unknown IANA timezone'),
+);
 
 /** A query-string integer: digits only, so `1e3`, ` 1` or `1.0` are refused rather than coerced. */
 export function queryInt(min: number, max: number) {

@@ -35,6 +35,16 @@ export function offsetsOf(timeZone: string): OffsetAt {
   return fromSystem(timeZone);
 }
 
+/** True when the agent can read the rules of `timeZone` (from the system's tz database, else Intl). */
+export function isReadableZone(timeZone: string): boolean {
+  try {
+    offsetsOf(timeZone);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function systemZoneDirectory(): string {
   return process.env.TZDIR || '/usr/share/zoneinfo';
 }

@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod/mini';
-import { isIanaTimezone, Timezone } from '../../../shared/primitives.js';
+import { isReadableZone } from '../../../agent/core/tz/zone-offsets.js';
+import { checkTimezonesWith, isIanaTimezone, Timezone } from '../../../shared/primitives.js';
 
 const intlAccepts = (name: string) => {
   try {
@@ -45,4 +47,35 @@ describe('isIanaTimezone', () => {
     expect(refused.error?.issues[0]?.message).toBe('unknown IANA timezone');
     expect(z.safeParse(Timezone, '').success).toBe(false);
   });
+});
+
+describe('checkTimezonesWith (the agent reads a zone without Intl)', () => {
+  afterEach(() => {
+    checkTimezonesWith(isIanaTimezone);
+  });
+
+  it('replaces the check of the Timezone schema', () => {
+    checkTimezonesWith((name) => name === 'Test/Zone');
+    expect(z.safeParse(Timezone, 'Test/Zone').success).toBe(true);
+    expect(z.safeParse(Timezone, 'Europe/Berlin').success).toBe(false);
+    checkTimezonesWith(isIanaTimezone);
+    expect(z.safeParse(Timezone, 'Europe/Berlin').success).toBe(true);
+  });
+
+  it.skipIf(!existsSync('/usr/share/zoneinfo/Asia/Kolkata') || process.env.TZDIR !== undefined)(
+    "the agent's check reads a zone outside ICU's canonical list from the tz database, without a DateTimeFormat",
+    () => {
+      expect(Intl.supportedValuesOf('timeZone')).not.toContain('Asia/Kolkata');
+      const built = vi.spyOn(Intl, 'DateTimeFormat');
+      checkTimezonesWith(isReadableZone);
+      expect(z.safeParse(Timezone, 'Asia/Kolkata').success).toBe(true);
+      expect(z.safeParse(Timezone, 'US/Eastern').success).toBe(true);
+      expect(built).not.toHaveBeenCalled();
+      // Not in the database: Intl decides, as for the platform.
+      expect(z.safeParse(Timezone, 'europe/berlin').success).toBe(true);
+      expect(z.safeParse(Timezone, 'Mars/Olympus_Mons').success).toBe(false);
+      expect(built).toHaveBeenCalled();
+      built.mockRestore();
+    },
+  );
 });
