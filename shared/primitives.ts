@@ -57,8 +57,7 @@ let canonicalZones: Set<string> | undefined;
 
 /**
  * True when `name` is an IANA timezone this runtime knows (what `Intl.DateTimeFormat` accepts). ICU's list of
- * canonical zones answers first: building a DateTimeFormat loads ICU's date formatting, about 7 MiB that a
- * charger's agent otherwise never needs (docs/benchmarks.md). `UTC` is always valid (ECMA-402).
+ * canonical zones answers first, so most checks build no formatter; `UTC` is always valid (ECMA-402).
  */
 export function isIanaTimezone(name: string): boolean {
   canonicalZones ??= new Set([...Intl.supportedValuesOf('timeZone'), 'UTC']);

@@ -72,7 +72,7 @@ export function posixOffsetAt(rule: PosixRule, instantMs: number): number {
 }
 
 /** Local midnight (as a UTC-based ms value) of `date` in `year`. */
-export function localRuleInstant(date: RuleDate, year: number): number {
+function localRuleInstant(date: RuleDate, year: number): number {
   const yearStart = Date.UTC(year, 0, 1);
   switch (date.kind) {
     case 'julian': {

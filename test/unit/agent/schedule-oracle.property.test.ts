@@ -7,6 +7,7 @@ import {
   type StoredSchedule,
 } from '../../../agent/core/schedule-engine.js';
 import type { DayOfWeek, TimeSlot } from '../../../shared/schedule.js';
+import { offsetChanges } from '../../helpers/offset-changes.js';
 import {
   localDateOf,
   type OracleAnswer,
@@ -44,19 +45,7 @@ const DAY = 86_400_000;
 /** Every offset change of `zone` in [FROM, TO), found with Luxon (daily scan, then bisection to the minute). */
 function transitionsOf(zone: string): number[] {
   const offset = (t: number) => DateTime.fromMillis(t, { zone }).offset;
-  const found: number[] = [];
-  for (let t = FROM; t < TO; t += DAY) {
-    if (offset(t) === offset(t + DAY)) continue;
-    let low = t;
-    let high = t + DAY;
-    while (high - low > 60_000) {
-      const mid = low + Math.floor((high - low) / 120_000) * 60_000;
-      if (offset(mid) === offset(low)) low = mid;
-      else high = mid;
-    }
-    found.push(high);
-  }
-  return found;
+  return offsetChanges(offset, { from: FROM, to: TO, step: DAY, resolution: 60_000 });
 }
 const TRANSITIONS = new Map<string, number[]>(ZONES.map((z) => [z, transitionsOf(z)]));
 

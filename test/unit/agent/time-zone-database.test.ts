@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { DateTime } from 'luxon';
 import { describe, expect, it } from 'vitest';
 import { offsetAt, parseTzif } from '../../../agent/core/tz/tzif.js';
+import { offsetChanges } from '../../helpers/offset-changes.js';
 
 /**
  * The agent's reading of the system's tz database against Luxon (on Node's ICU): UTC offsets a second before and
@@ -44,23 +45,6 @@ function databaseVersion(): string | undefined {
   }
 }
 
-/** Instants at which `offset` changes in [FROM, TO), by a scan at `step` and bisection to the second. */
-function changesOf(offset: (t: number) => number, step: number): number[] {
-  const found: number[] = [];
-  for (let t = FROM; t < TO; t += step) {
-    if (offset(t) === offset(t + step)) continue;
-    let low = t;
-    let high = t + step;
-    while (high - low > 1000) {
-      const middle = low + Math.floor((high - low) / 2000) * 1000;
-      if (offset(middle) === offset(low)) low = middle;
-      else high = middle;
-    }
-    found.push(high);
-  }
-  return found;
-}
-
 describe.skipIf(!existsSync(join(DIRECTORY, 'Europe/Berlin')))(
   `the system tz database (${DIRECTORY})`,
   () => {
@@ -80,7 +64,11 @@ describe.skipIf(!existsSync(join(DIRECTORY, 'Europe/Berlin')))(
         const rules = parseTzif(readFileSync(file));
         const ours = (t: number) => offsetAt(rules, t) / 60_000;
         const luxon = (t: number) => DateTime.fromMillis(t, { zone }).offset;
-        const instants = [...changesOf(ours, step), ...changesOf(luxon, step)].flatMap((t) => [t - 1000, t]);
+        const range = { from: FROM, to: TO, step, resolution: 1000 };
+        const instants = [...offsetChanges(ours, range), ...offsetChanges(luxon, range)].flatMap((t) => [
+          t - 1000,
+          t,
+        ]);
         for (let t = FROM + DAY / 2; t < TO; t += step) instants.push(t);
         for (const t of instants) {
           compared++;
