@@ -68,3 +68,29 @@ export function planCancellation(
     reversalExpiryMs: control.ends_ms,
   };
 }
+
+/**
+ * The operators a control belongs to (DESIGN.md §18): those whose chargers it reaches, and those whose sites or
+ * operator ids it names, never simply every operator of the client that sent it (an aggregator's control on one
+ * tenant's site belongs to that tenant alone). A control that reaches nothing and names nothing (`all` over an
+ * empty fleet) belongs to every operator of its sender, so that only a client holding all of them follows it.
+ */
+export function controlOperatorIds(
+  reached: ReadonlyArray<{ operator_id: string }>,
+  namedOperatorIds: readonly string[],
+  senderOperatorIds: readonly string[],
+): string[] {
+  const owners = new Set([...reached.map((d) => d.operator_id), ...namedOperatorIds]);
+  return [...(owners.size > 0 ? owners : new Set(senderOperatorIds))].sort();
+}
+
+/**
+ * Whether a client may follow, cancel or be told of a control: only when it may see every operator the control
+ * belongs to. Sharing one of them is not enough, or a client of one tenant would read and cancel another's.
+ */
+export function mayFollowControl(
+  controlOperators: readonly string[],
+  clientOperators: readonly string[],
+): boolean {
+  return controlOperators.length > 0 && controlOperators.every((o) => clientOperators.includes(o));
+}

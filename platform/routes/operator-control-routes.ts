@@ -30,12 +30,14 @@ export function operatorControlRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ body, request }) => {
         const actor = principal(request);
         const ids = [...new Set(body.target_ids ?? [])];
+        const operatorIds: string[] = [];
         if (body.target_type === 'site') {
-          for (const id of ids) await visibleSite(request, id);
+          for (const id of ids) operatorIds.push((await visibleSite(request, id)).operator_id);
         } else if (body.target_type === 'operator') {
           for (const id of ids) if (!actor.operatorIds.includes(id)) throw errors.notFound(`Operator ${id}`);
+          operatorIds.push(...ids);
         }
-        return controls.start(body, ids, actor);
+        return controls.start(body, { ids, operatorIds }, actor);
       },
     }),
     route({

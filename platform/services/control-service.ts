@@ -1,8 +1,10 @@
 import type { ControlView, FlexibilityRequest } from '../../shared/index.js';
 import {
   controlCommandParams,
+  controlOperatorIds,
   controlProgress,
   effectiveControlStatus,
+  mayFollowControl,
   planCancellation,
 } from '../domain/flexibility.js';
 import { newId } from '../ids.js';
@@ -32,26 +34,28 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 // Deps are read at each call, not destructured, so the service sees the context as it is when a request runs.
 export function createControlService(deps: ControlServiceDeps) {
-  /** The control, if one of the actor's operators may follow it; another tenant's is as good as missing. */
+  /** The control, if the actor may see every operator it belongs to; another tenant's is as good as missing. */
   async function visibleControl(controlId: string, operatorIds: readonly string[]) {
     const found = await deps.store.getControl(controlId);
-    return found?.control.operator_ids.some((o) => operatorIds.includes(o)) ? found : undefined;
+    return found && mayFollowControl(found.control.operator_ids, operatorIds) ? found : undefined;
   }
 
   return {
     /**
-     * Starts a control on every charger of the targets the actor may reach. `targetIds` are the request's,
-     * without duplicates, and already checked to be the actor's.
+     * Starts a control on every charger of the targets the actor may reach. `targets.ids` are the request's,
+     * without duplicates, and already checked to be the actor's; `targets.operatorIds` the operators they name
+     * (a site's operator, an operator id itself; none for `all`).
      */
     async start(
       request: FlexibilityRequest,
-      targetIds: readonly string[],
+      targets: { ids: readonly string[]; operatorIds: readonly string[] },
       actor: ControlActor,
     ): Promise<{ control_id: string; status: 'executing'; device_count: number }> {
-      const deviceIds = await deps.store.listDeviceIdsForTargets(actor.operatorIds, {
+      const reached = await deps.store.listDevicesForTargets(actor.operatorIds, {
         type: request.target_type,
-        ids: targetIds,
+        ids: targets.ids,
       });
+      const deviceIds = reached.map((d) => d.device_id);
       const start = deps.now();
       const control_id = newId('ctl');
       const { params, endMs: end } = controlCommandParams(request.params, control_id, start);
@@ -59,13 +63,13 @@ export function createControlService(deps: ControlServiceDeps) {
         control_id,
         client_id: actor.clientId,
         target_type: request.target_type,
-        target_ids: [...targetIds],
+        target_ids: [...targets.ids],
         command: request.command,
         params,
         status: 'executing',
         created_ms: start,
         ends_ms: end,
-        operator_ids: [...actor.operatorIds],
+        operator_ids: controlOperatorIds(reached, targets.operatorIds, actor.operatorIds),
       };
       await deps.commands.createControl(
         control,

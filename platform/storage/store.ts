@@ -202,6 +202,12 @@ export interface OperatorDirectory {
 }
 
 /** Chargers: registration, tenancy, sites, secrets. */
+/** A device a control reaches, and the operator whose site holds it (the control's tenancy, DESIGN.md §18). */
+export interface TargetedDevice {
+  device_id: string;
+  operator_id: string;
+}
+
 export interface DeviceRepository {
   allowSerial(sn: string): Promise<void>;
   registerDevice(
@@ -211,10 +217,11 @@ export interface DeviceRepository {
   getDevice(deviceId: string): Promise<DeviceRow | undefined>;
   /** The device only if it is in a site of one of these operators (tenancy, DESIGN.md §2). */
   getDeviceForOperators(deviceId: string, operatorIds: readonly string[]): Promise<DeviceRow | undefined>;
-  listDeviceIdsForTargets(
+  /** The registered devices a control's targets reach within these operators, each with its operator. */
+  listDevicesForTargets(
     operatorIds: readonly string[],
     target: { type: 'site' | 'operator' | 'all'; ids: readonly string[] },
-  ): Promise<string[]>;
+  ): Promise<TargetedDevice[]>;
   assignDevice(deviceId: string, siteId: string): Promise<boolean>;
   resetDevice(deviceId: string): Promise<boolean>;
   listDevices(

@@ -6,6 +6,7 @@ import type {
   TelemetryRecord,
   WebhookEventType,
 } from '../../shared/index.js';
+import { mayFollowControl } from '../domain/flexibility.js';
 import { newId } from '../ids.js';
 import type { PlatformEvents } from '../platform-events.js';
 import type { PrincipalDirectory } from '../principal-directory.js';
@@ -212,13 +213,13 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
         emit('device.fault', deviceId, { device_id: deviceId, ...e }, Date.parse(e.timestamp));
       }
     },
-    /** A control's new status, to the endpoints whose client shares an operator with the control's creator. */
+    /** A control's new status, to the endpoints whose client may follow it (sees every operator it reaches). */
     controlStatus(control: ControlRow, atMs: number) {
       if (!wants('control.status_changed')) return;
       const hooks = endpoints.filter(
         (h) =>
           (h.events.includes('control.status_changed') || h.events.includes('*')) &&
-          control.operator_ids.some((o) => directory.client(h.client_id)?.operator_ids.includes(o)),
+          mayFollowControl(control.operator_ids, directory.client(h.client_id)?.operator_ids ?? []),
       );
       const data: Data = {
         control_id: control.control_id,

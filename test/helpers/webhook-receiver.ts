@@ -9,6 +9,8 @@ import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 
 export interface ReceivedDelivery {
   id: string;
+  /** The request's path and query: the endpoint's URL as registered, to tell endpoints apart. */
+  path: string;
   timestamp: number;
   signature: string;
   body: string;
@@ -61,6 +63,7 @@ export async function startWebhookReceiver(
         }
         const d: ReceivedDelivery = {
           id: headers['webhook-id'],
+          path: req.url ?? '',
           timestamp: Number(headers['webhook-timestamp']),
           signature: headers['webhook-signature'],
           body,

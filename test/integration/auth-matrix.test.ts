@@ -35,6 +35,8 @@ let devB: RegisteredDevice;
 /** Alpha's and Bravo's resources of every kind an endpoint can name. */
 let own: Ids;
 let foreign: Ids;
+/** Bravo's resources, made by an aggregator's client of Alpha and Bravo (DESIGN.md §18). */
+let aggregated: Ids;
 /** Everything secret that went over the wire; none of it may be logged. */
 const secrets = new Set<string>();
 
@@ -80,9 +82,12 @@ async function newDevice(tenant: Tenant, tag: string): Promise<RegisteredDevice>
   return d;
 }
 
-/** A stop command, a flexibility control and a schedule of the tenant's device (the client spends little). */
-async function resourcesOf(tenant: Tenant, device: RegisteredDevice): Promise<Ids> {
-  const c = await newClient(tenant, ['read', 'write']);
+/**
+ * A stop command, a flexibility control and a schedule of the tenant's device (the client spends little), sent
+ * by a client of the tenant or by `by`, an aggregator's client that holds other operators too.
+ */
+async function resourcesOf(tenant: Tenant, device: RegisteredDevice, by?: { token: string }): Promise<Ids> {
+  const c = by ?? (await newClient(tenant, ['read', 'write']));
   const stop = await tp.http.post(`/v1/operator/devices/${device.deviceId}/connectors/1/stop`, {
     token: c.token,
     json: {},
@@ -145,6 +150,14 @@ beforeAll(async () => {
   devB = await newDevice(bravo, 'B');
   own = await resourcesOf(alpha, devA);
   foreign = await resourcesOf(bravo, devB);
+  const { client, secret } = await tp.store.createClient({
+    operator_ids: [alpha.operatorId, bravo.operatorId],
+    scopes: ['read', 'write'],
+  });
+  keep(secret);
+  const aggregator = { token: await operatorToken(tp.http, client.client_id, secret) };
+  keepToken(aggregator.token);
+  aggregated = await resourcesOf(bravo, await newDevice(bravo, 'AGG'), aggregator);
 });
 afterAll(async () => {
   await tp?.stop();
@@ -548,6 +561,31 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     expect(compared).toBeGreaterThanOrEqual(16);
   });
 
+  it('and so do the resources an aggregator made for the other tenant (commands, controls, schedules)', async () => {
+    const a = await newClient(alpha, ['read', 'write']);
+    let compared = 0;
+    for (const route of operatorRoutes()) {
+      const named = ID_PARAMS.filter(
+        (p) => route.url.includes(`:${p}`) || queryOf(route, own).includes(`${p}=`),
+      );
+      for (const param of named) {
+        // Webhooks and deliveries belong to the client that made them: the aggregator's are not Alpha's either.
+        const foreignIds: Ids = { ...own, [param]: aggregated[param] };
+        const missingIds: Ids = { ...own, [param]: missing(aggregated[param]) };
+        const f = await call(route, `Bearer ${a.token}`, foreignIds);
+        const m = await call(route, `Bearer ${a.token}`, missingIds);
+        const label = `${key(route)} ${param} (aggregator's)`;
+        expect({ label, ...normalised(f, aggregated[param]) }).toEqual({
+          label,
+          ...normalised(m, missingIds[param]),
+        });
+        if (f.status !== 200) expect(f.body.code, label).toBe(3001);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThanOrEqual(14);
+  });
+
   it('flexibility targets of another tenant (site or operator ids) answer as missing ones', async () => {
     const a = await newClient(alpha, ['write']);
     for (const [type, id] of [
@@ -610,8 +648,14 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     const b = await newClient(bravo, ['read']);
     const cmd = await tp.http.get(`/v1/operator/commands/${foreign.command_id}`, { token: b.token });
     expect(cmd.body.data.status).toBe('queued');
-    const ctl = await tp.http.get(`/v1/operator/control/${foreign.control_id}`, { token: b.token });
-    expect(ctl.body.data.status).toBe('executing');
+    for (const controlId of [foreign.control_id, aggregated.control_id]) {
+      const ctl = await tp.http.get(`/v1/operator/control/${controlId}`, { token: b.token });
+      expect(ctl.body.data.status).toBe('executing');
+    }
+    const aggregatedCmd = await tp.http.get(`/v1/operator/commands/${aggregated.command_id}`, {
+      token: b.token,
+    });
+    expect(aggregatedCmd.body.data.status).toBe('queued');
     const schedules = await tp.http.get(`/v1/operator/devices/${foreign.device_id}/connectors/1/schedules`, {
       token: b.token,
     });

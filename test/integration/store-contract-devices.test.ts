@@ -406,29 +406,35 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       await store.resetDevice(ids.reset);
       const sorted = (xs: string[]) => [...xs].sort();
       const opsA = [a.op.operator_id];
-      expect(await store.listDeviceIdsForTargets(opsA, { type: 'all', ids: [] })).toEqual(
-        sorted([ids.a1, ids.a1b, ids.a2]),
+      const A = a.op.operator_id;
+      const B = b.op.operator_id;
+      /** Each reached device with the operator whose site holds it, in device id order. */
+      const reached = (...pairs: Array<[string, string]>) =>
+        sorted(pairs.map(([id]) => id)).map((id) => ({
+          device_id: id,
+          operator_id: pairs.find(([d]) => d === id)![1],
+        }));
+      expect(await store.listDevicesForTargets(opsA, { type: 'all', ids: [] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A], [ids.a2, A]),
       );
-      expect(await store.listDeviceIdsForTargets(opsA, { type: 'site', ids: [a.site.site_id] })).toEqual(
-        sorted([ids.a1, ids.a1b]),
+      expect(await store.listDevicesForTargets(opsA, { type: 'site', ids: [a.site.site_id] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A]),
       );
       // Another operator's site is not the caller's to target.
       expect(
-        await store.listDeviceIdsForTargets(opsA, { type: 'site', ids: [a2.site_id, b.site.site_id] }),
-      ).toEqual([ids.a2]);
-      expect(
-        await store.listDeviceIdsForTargets(opsA, {
-          type: 'operator',
-          ids: [a.op.operator_id, b.op.operator_id],
-        }),
-      ).toEqual(sorted([ids.a1, ids.a1b, ids.a2]));
-      expect(
-        await store.listDeviceIdsForTargets([a.op.operator_id, b.op.operator_id], {
-          type: 'operator',
-          ids: [b.op.operator_id],
-        }),
-      ).toEqual([ids.b]);
-      expect(await store.listDeviceIdsForTargets([], { type: 'all', ids: [] })).toEqual([]);
+        await store.listDevicesForTargets(opsA, { type: 'site', ids: [a2.site_id, b.site.site_id] }),
+      ).toEqual(reached([ids.a2, A]));
+      expect(await store.listDevicesForTargets(opsA, { type: 'operator', ids: [A, B] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A], [ids.a2, A]),
+      );
+      expect(await store.listDevicesForTargets([A, B], { type: 'operator', ids: [B] })).toEqual(
+        reached([ids.b, B]),
+      );
+      // An aggregator's `all` reaches both tenants' chargers, each named with its own operator.
+      expect(await store.listDevicesForTargets([A, B], { type: 'all', ids: [] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A], [ids.a2, A], [ids.b, B]),
+      );
+      expect(await store.listDevicesForTargets([], { type: 'all', ids: [] })).toEqual([]);
     });
 
     it('moves a device to another site, with its tenancy', async () => {

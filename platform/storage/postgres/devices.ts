@@ -1,7 +1,13 @@
 import { decideRegistration } from '../../domain/registration.js';
 import { newId, newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
-import type { DeviceRepository, DeviceRow, RegisterInput, RegistrationOutcome } from '../store.js';
+import type {
+  DeviceRepository,
+  DeviceRow,
+  RegisterInput,
+  RegistrationOutcome,
+  TargetedDevice,
+} from '../store.js';
 import type { PgChargingRecords } from './charging-records.js';
 import { notifyDirectoryChange, type PgDatabase, type Sql } from './database.js';
 
@@ -51,10 +57,10 @@ export function createPgDevices(deps: {
       );
       return rows[0];
     },
-    async listDeviceIdsForTargets(operatorIds, target) {
+    async listDevicesForTargets(operatorIds, target) {
       if (operatorIds.length === 0) return [];
       const values: unknown[] = [[...operatorIds]];
-      let text = `SELECT d.device_id FROM devices d JOIN sites s ON s.site_id = d.site_id
+      let text = `SELECT d.device_id, s.operator_id FROM devices d JOIN sites s ON s.site_id = d.site_id
                   WHERE s.operator_id = ANY($1::text[]) AND d.registered`;
       if (target.type === 'site') {
         text += ' AND s.site_id = ANY($2::text[])';
@@ -64,7 +70,7 @@ export function createPgDevices(deps: {
         values.push([...target.ids]);
       }
       text += ' ORDER BY d.device_id';
-      return (await db.query<{ device_id: string }>(text, values)).map((r) => r.device_id);
+      return db.query<TargetedDevice>(text, values);
     },
     assignDevice(deviceId, siteId) {
       return db.tx(async (sql) => {

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { decideRegistration } from '../../domain/registration.js';
 import { newId, newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
-import type { DeviceRepository, RegistrationOutcome } from '../store.js';
+import type { DeviceRepository, RegistrationOutcome, TargetedDevice } from '../store.js';
 import type { SqliteChargingRecords } from './charging-records.js';
 import { placeholders, type StatementCache } from './database.js';
 import { type RawDevice, toDevice } from './rows.js';
@@ -116,10 +116,10 @@ export function createSqliteDevices(deps: {
       ).get(deviceId, ...operatorIds) as RawDevice | undefined;
       return raw ? toDevice(raw) : undefined;
     },
-    async listDeviceIdsForTargets(operatorIds, target) {
+    async listDevicesForTargets(operatorIds, target) {
       if (operatorIds.length === 0) return [];
       const ops = placeholders(operatorIds.length);
-      let sql = `SELECT d.device_id FROM devices d JOIN sites s ON s.site_id = d.site_id
+      let sql = `SELECT d.device_id, s.operator_id FROM devices d JOIN sites s ON s.site_id = d.site_id
                  WHERE s.operator_id IN (${ops}) AND d.registered = 1`;
       const args: string[] = [...operatorIds];
       if (target.type === 'site') {
@@ -130,9 +130,7 @@ export function createSqliteDevices(deps: {
         args.push(...target.ids);
       }
       sql += ' ORDER BY d.device_id';
-      return prepared(sql)
-        .all(...args)
-        .map((r) => (r as { device_id: string }).device_id);
+      return prepared(sql).all(...args) as TargetedDevice[];
     },
     async assignDevice(deviceId, siteId) {
       deps.noteLocalChange();

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   controlCommandParams,
+  controlOperatorIds,
   controlProgress,
   effectiveControlStatus,
+  mayFollowControl,
   planCancellation,
 } from '../../../platform/domain/flexibility.js';
 import type { CommandStatus } from '../../../shared/index.js';
@@ -78,5 +80,43 @@ describe('planCancellation', () => {
     [{ ...control, ends_ms: T }, 'Control is already completed'],
   ])('refuses a control that is no longer executing (%#)', (c, message) => {
     expect(planCancellation(c, commands, T)).toEqual({ kind: 'conflict', message });
+  });
+});
+
+describe('controlOperatorIds: a control belongs to the operators of what it reaches and names', () => {
+  const on = (...ops: string[]) => ops.map((operator_id, i) => ({ device_id: `dev_${i}`, operator_id }));
+  it.each([
+    ['an aggregator’s site of op1 reaches op1 alone', on('op1', 'op1'), ['op1'], ['op1', 'op2'], ['op1']],
+    ['an empty site of op1 still names op1', on(), ['op1'], ['op1', 'op2'], ['op1']],
+    ['sites of two operators', on('op1', 'op2'), ['op2', 'op1'], ['op1', 'op2', 'op3'], ['op1', 'op2']],
+    ['operator target with no devices', on(), ['op2'], ['op1', 'op2'], ['op2']],
+    ['`all` reaching op2 only', on('op2'), [], ['op1', 'op2'], ['op2']],
+    [
+      '`all` reaching both, duplicates collapse, sorted',
+      on('op2', 'op1', 'op2'),
+      [],
+      ['op1', 'op2'],
+      ['op1', 'op2'],
+    ],
+    ['`all` over nothing: every operator of the sender', on(), [], ['op2', 'op1'], ['op1', 'op2']],
+  ] as const)('%s', (_label, reached, named, sender, want) => {
+    expect(controlOperatorIds(reached, named, sender)).toEqual(want);
+  });
+});
+
+describe('mayFollowControl: only a client that sees every operator of the control', () => {
+  it.each([
+    [['op1'], ['op1'], true],
+    [['op1'], ['op1', 'op2'], true],
+    [['op1', 'op2'], ['op1', 'op2', 'op3'], true],
+    // The reviewed hole: sharing one operator with the control is not enough.
+    [['op1', 'op2'], ['op2'], false],
+    [['op1', 'op2'], ['op1'], false],
+    [['op1'], ['op2'], false],
+    [['op1'], [], false],
+    // A control that names no operator is nobody's (never stored so; refused rather than shown to all).
+    [[], ['op1'], false],
+  ] as const)('control %j, client %j: %s', (control, client, want) => {
+    expect(mayFollowControl(control, client)).toBe(want);
   });
 });
