@@ -27,6 +27,7 @@ import {
 import { errors } from '../api-error.js';
 import { tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
+import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { type AnyRoute, enforceRateLimit, route } from '../route-spec.js';
 
 const device = { kind: 'device' } as const;
@@ -43,24 +44,30 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       summary: 'Register a charger on first connection',
       tag: 'device',
       auth: { kind: 'none' },
+      rate: 'unauthenticated',
       body: RegisterRequest,
       response: Registration,
-      // Throttled in the handler, per serial number.
+      // Throttled in the handler: refusals per serial number and address, registrations per serial number.
       errors: [403, 409, 429],
-      handler: async ({ body, reply }) => {
-        // Not in the spec's table; throttled per serial number like other charger reporting.
-        await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
+      handler: async ({ body, request, reply }) => {
+        // Refusals count per serial and address (DESIGN.md §18), so nobody can keep a charger from registering.
+        const attempt = await beginCredentialAttempt(ctx, 'registerFailures', body.sn, request.ip, reply);
         const outcome = await ctx.store.registerDevice(body, {
           registration: ctx.options.registration,
           defaultSiteId: ctx.options.defaultSiteId,
         });
-        if (outcome.kind === 'not_allowed')
+        if (outcome.kind === 'not_allowed') {
+          await attempt.failed();
           throw errors.forbidden('Serial number is not on the registration allowlist');
+        }
         if (outcome.kind === 'already_registered') {
+          await attempt.failed();
           throw errors.conflict(
             'Serial number is already registered; an operator must reset the device first',
           );
         }
+        // Not in the spec's table; throttled per serial number like other charger reporting.
+        await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
         await ctx.directory.refreshDevice(outcome.device.device_id);
         ctx.webhooks.deviceRegistered(outcome.device, ctx.now());
         return {
@@ -76,15 +83,27 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       summary: 'Exchange the device credentials for a bearer token',
       tag: 'device',
       auth: { kind: 'none' },
+      rate: 'unauthenticated',
       body: DeviceTokenRequest,
       response: DeviceToken,
-      // Wrong or revoked credentials; throttled in the handler, per device id.
+      // Wrong or revoked credentials; throttled in the handler: failures per device id and address, tokens per
+      // device id.
       errors: [401, 429],
-      handler: async ({ body, reply }) => {
-        await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
+      handler: async ({ body, request, reply }) => {
+        const attempt = await beginCredentialAttempt(
+          ctx,
+          'deviceTokenFailures',
+          body.device_id,
+          request.ip,
+          reply,
+        );
         // During a rotation's grace the old and the new secret both work; the new one retires the old.
         const gen = await ctx.secrets.exchange(body.device_id, body.device_secret);
-        if (gen === undefined) throw errors.unauthorized('Invalid device credentials');
+        if (gen === undefined) {
+          await attempt.failed();
+          throw errors.unauthorized('Invalid device credentials');
+        }
+        await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
         const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
         const ttl = ctx.options.tokenTtlSeconds;
         const access_token = ctx.tokens.issueDeviceToken({ sub: body.device_id, gen, ...times });
