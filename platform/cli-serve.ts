@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { databaseOption, integer } from './cli-options.js';
-import { GUARD_LIMITS } from './rate-limit/rate-limiter.js';
 import { parseCorsOrigin } from './cors.js';
+import { GUARD_LIMITS } from './rate-limit/rate-limiter.js';
 import {
   DEFAULT_SIM_CHARGERS,
   type SandboxFleet,

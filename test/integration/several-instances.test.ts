@@ -8,8 +8,8 @@ import { createCommandNotifier } from '../../platform/command-notifier.js';
 import { createRedisLink, type RedisLink } from '../../platform/coordination/redis-link.js';
 import { createRelay, type Relay } from '../../platform/coordination/relay.js';
 import { noEvents } from '../../platform/platform-events.js';
-import { RATE_LIMITS, signRequest } from '../../shared/index.js';
 import { GUARD_LIMITS } from '../../platform/rate-limit/rate-limiter.js';
+import { RATE_LIMITS, signRequest } from '../../shared/index.js';
 import {
   createTenant,
   expectError,
