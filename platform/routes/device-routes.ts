@@ -28,7 +28,7 @@ import { errors } from '../api-error.js';
 import { tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
 import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
-import { type AnyRoute, enforceRateLimit, route } from '../route-spec.js';
+import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
 
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -47,7 +47,8 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       rate: 'unauthenticated',
       body: RegisterRequest,
       response: Registration,
-      // Throttled in the handler: refusals per serial number and address, registrations per serial number.
+      // Throttled in the handler: refusals per serial number and address. A success needs no budget of its own:
+      // the serial then answers 409 until an operator resets it.
       errors: [403, 409, 429],
       handler: async ({ body, request, reply }) => {
         // Refusals count per serial and address (DESIGN.md §18), so nobody can keep a charger from registering.
@@ -66,8 +67,6 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
             'Serial number is already registered; an operator must reset the device first',
           );
         }
-        // Not in the spec's table; throttled per serial number like other charger reporting.
-        await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
         await ctx.directory.refreshDevice(outcome.device.device_id);
         ctx.webhooks.deviceRegistered(outcome.device, ctx.now());
         return {
@@ -97,13 +96,17 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
           request.ip,
           reply,
         );
+        // Tokens per device id (not in the spec's table, like other charger reporting): looked at before the
+        // exchange, which may retire an old secret, and spent only once the secret is proven.
+        const issued = `token:${body.device_id}`;
+        applyDecision(ctx, 'deviceReporting', await ctx.rateLimiter.peek('deviceReporting', issued), reply);
         // During a rotation's grace the old and the new secret both work; the new one retires the old.
         const gen = await ctx.secrets.exchange(body.device_id, body.device_secret);
         if (gen === undefined) {
           await attempt.failed();
           throw errors.unauthorized('Invalid device credentials');
         }
-        await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
+        await enforceRateLimit(ctx, 'deviceReporting', issued, reply);
         const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
         const ttl = ctx.options.tokenTtlSeconds;
         const access_token = ctx.tokens.issueDeviceToken({ sub: body.device_id, gen, ...times });

@@ -131,6 +131,23 @@ describe('failed credentials lock out their address for that id, never the id ev
     expect((await deviceToken(tp.http, dev.deviceId, dev.secret)).status).toBe(200);
   });
 
+  it('charger tokens per device: 60 a minute, spent only by the right secret', async () => {
+    const dev = await registerDevice(tp, 'LO-DEV-2', undefined); // spent one
+    tp.advance(61_000);
+    for (let i = 0; i < 60; i++) {
+      const ok = await deviceToken(tp.http, dev.deviceId, dev.secret);
+      expect(ok.status).toBe(200);
+      expect(rateItem(ok, 'ratelimit', 'deviceReporting')).toMatch(new RegExp(`;r=${59 - i};`));
+      if (i % 10 === 0) expectError(await deviceToken(other, dev.deviceId, 'wrong'), 401, 2001);
+    }
+    // Spent: refused before the secret is even looked at, from any address; the window ends it.
+    const spent = expectError(await deviceToken(other, dev.deviceId, dev.secret), 429, 5001);
+    expect(spent.details.retry_after_seconds).toBeGreaterThanOrEqual(1);
+    expectError(await deviceToken(tp.http, dev.deviceId, dev.secret), 429, 5001);
+    tp.advance(60_000);
+    expect((await deviceToken(tp.http, dev.deviceId, dev.secret)).status).toBe(200);
+  });
+
   it('registration: refusals from 127.0.0.1 lock 127.0.0.1 out for that serial only', async () => {
     const first = await register(tp.http, 'LO-REG-1');
     expect(first.status).toBe(200);
