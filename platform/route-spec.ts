@@ -6,6 +6,7 @@ import { authenticateDevice, authenticateOperator } from './auth/authenticate.js
 import { verifyRequestSignature } from './auth/request-signature.js';
 import type { PlatformContext } from './context.js';
 import { parse } from './parse.js';
+import { addressKey } from './rate-limit/address-key.js';
 import { type RateClass, type RateDecision, rateLimitHeader } from './rate-limit/rate-limiter.js';
 
 /**
@@ -157,8 +158,8 @@ export function registerRoutes(
               ? authenticateDevice(ctx, request)
               : undefined;
         if (authenticated) await authenticated;
-        // An unauthenticated route's budget is its caller's address (DESIGN.md §18).
-        const subject = spec.auth.kind === 'none' ? request.ip : subjectOf(request);
+        // An unauthenticated route's budget is its caller's address (DESIGN.md §18; IPv6 per /64).
+        const subject = spec.auth.kind === 'none' ? addressKey(request.ip) : subjectOf(request);
         if (spec.rate && subject) {
           const limited = enforceRateLimit(ctx, spec.rate, subject, reply);
           if (limited) await limited;

@@ -1,14 +1,15 @@
 import type { FastifyReply } from 'fastify';
 import type { PlatformContext } from '../context.js';
 import { applyDecision } from '../route-spec.js';
+import { addressKey } from './address-key.js';
 
 /** The guard classes that count failed credential attempts (rate-limiter.ts GUARD_LIMITS). */
 export type FailureClass = 'operatorTokenFailures' | 'deviceTokenFailures' | 'registerFailures';
 
 /**
  * The counter of one claimed id at one source address (DESIGN.md §18): a flood of wrong secrets locks out the
- * address it comes from, never the id everywhere. The address goes first: it holds no space, so no id can make
- * two pairs share a key.
+ * address it comes from (an IPv6 one's /64, `addressKey`), never the id everywhere. The address goes first: it
+ * holds no space, so no id can make two pairs share a key.
  */
 export function failureSubject(claimedId: string, address: string): string {
   return `${address} ${claimedId}`;
@@ -31,7 +32,7 @@ export async function beginCredentialAttempt(
   address: string,
   reply: FastifyReply,
 ): Promise<CredentialAttempt> {
-  const subject = failureSubject(claimedId, address);
+  const subject = failureSubject(claimedId, addressKey(address));
   applyDecision(ctx, rate, await ctx.rateLimiter.peek(rate, subject), reply);
   return {
     async failed() {
