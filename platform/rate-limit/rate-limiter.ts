@@ -5,8 +5,8 @@ import { RATE_LIMITS } from '../../shared/index.js';
  * failed credential attempts, counted per claimed id *and* source address, so a flood locks out its own address
  * and never the id everywhere; and one budget per source address over the unauthenticated routes. The failure
  * budgets keep the numbers the spec's rows gave those endpoints before (10 a minute for operator tokens, 60 for
- * the charger's); the address budget lets 500 chargers behind one NAT register and fetch tokens after a power
- * cut (two or three requests each) within one minute.
+ * the charger's); the address budget lets 500 chargers behind one NAT come back after a power cut within one
+ * minute (a registration and a token each, or a token and a retry: 1,000), with room for retries.
  */
 export const GUARD_LIMITS = {
   operatorTokenFailures: { limit: 10, windowSeconds: 60 },
