@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { databaseOption, integer } from './cli-options.js';
 import { parseCorsOrigin } from './cors.js';
+import { GUARD_LIMITS } from './rate-limit/rate-limiter.js';
 import {
   DEFAULT_SIM_CHARGERS,
   type SandboxFleet,
@@ -51,6 +52,12 @@ export function addServeCommand(program: Command): void {
       ).choices(['open', 'allowlist']),
     )
     .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
+    .option(
+      '--address-limit <n>',
+      'requests a minute one source address may make to the token endpoints and registration',
+      integer(1, 1_000_000_000),
+      GUARD_LIMITS.unauthenticated.limit,
+    )
     .addOption(
       new Option(
         '--log-level <level>',
@@ -127,6 +134,7 @@ export function addServeCommand(program: Command): void {
         selfSigned: o.selfSigned,
         registration: o.registration,
         tokenTtl: o.tokenTtl,
+        addressLimit: o.addressLimit,
         logLevel,
         corsOrigins: o.corsOrigin,
         metricsHost: o.metricsHost,

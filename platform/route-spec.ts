@@ -6,6 +6,7 @@ import { authenticateDevice, authenticateOperator } from './auth/authenticate.js
 import { verifyRequestSignature } from './auth/request-signature.js';
 import type { PlatformContext } from './context.js';
 import { parse } from './parse.js';
+import { addressKey } from './rate-limit/address-key.js';
 import { type RateClass, type RateDecision, rateLimitHeader } from './rate-limit/rate-limiter.js';
 
 /**
@@ -98,10 +99,26 @@ function refuse(
   });
 }
 
+/**
+ * Adds `rate`'s item to a RateLimit header list (several classes may apply to one request: the address budget
+ * and a credential's), replacing an item of the same class from earlier in this request.
+ */
+function withItem(reply: FastifyReply, name: string, rate: RateClass, item: string): string {
+  const prev = reply.getHeader(name);
+  if (typeof prev !== 'string' || prev === '') return item;
+  const own = `"${rate}";`;
+  return [...prev.split(', ').filter((i) => !i.startsWith(own)), item].join(', ');
+}
+
 /** Counts the request against `subject`'s budget, sets the RateLimit headers, and refuses (429) past it. */
-function applyDecision(ctx: PlatformContext, rate: RateClass, decision: RateDecision, reply: FastifyReply) {
-  const policy = ctx.rateLimiter.policyHeader(rate);
-  const current = rateLimitHeader(rate, decision);
+export function applyDecision(
+  ctx: PlatformContext,
+  rate: RateClass,
+  decision: RateDecision,
+  reply: FastifyReply,
+) {
+  const policy = withItem(reply, 'ratelimit-policy', rate, ctx.rateLimiter.policyHeader(rate));
+  const current = withItem(reply, 'ratelimit', rate, rateLimitHeader(rate, decision));
   reply.header('ratelimit-policy', policy).header('ratelimit', current);
   // The 429's own headers repeat them: that object is built only for a refusal.
   if (!decision.allowed)
@@ -141,7 +158,8 @@ export function registerRoutes(
               ? authenticateDevice(ctx, request)
               : undefined;
         if (authenticated) await authenticated;
-        const subject = subjectOf(request);
+        // An unauthenticated route's budget is its caller's address (DESIGN.md §18; IPv6 per /64).
+        const subject = spec.auth.kind === 'none' ? addressKey(request.ip) : subjectOf(request);
         if (spec.rate && subject) {
           const limited = enforceRateLimit(ctx, spec.rate, subject, reply);
           if (limited) await limited;

@@ -26,6 +26,8 @@ export interface ServeOptions {
   selfSigned?: boolean | undefined;
   registration?: 'open' | 'allowlist' | undefined;
   tokenTtl?: number | undefined;
+  /** Requests a minute one address may make to the unauthenticated routes; default GUARD_LIMITS'. */
+  addressLimit?: number | undefined;
   logLevel?: string | undefined;
   retention?: RetentionPolicy | undefined;
   /** Redis shared by several instances (DESIGN.md §13); needs PostgreSQL. */
@@ -125,6 +127,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       instanceId,
       ...(redis ? { redis } : {}),
       ...(opts.corsOrigins?.length ? { corsOrigins: opts.corsOrigins } : {}),
+      ...(opts.addressLimit ? { addressLimit: opts.addressLimit } : {}),
       webhooks: { allowPrivate: opts.webhooksAllowPrivate ?? opts.env === 'sandbox' },
       ...(opts.logLevel && opts.logLevel !== 'silent' ? { log: { level: opts.logLevel } } : {}),
     });

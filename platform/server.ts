@@ -46,6 +46,8 @@ export interface BuildOptions extends PlatformOptions {
   now?: () => number;
   /** Shared counters for several instances; in memory by default. */
   rateLimitStore?: RateLimitStore;
+  /** Requests a minute one address may make to the unauthenticated routes (DESIGN.md §18; `--address-limit`). */
+  addressLimit?: number;
   /** pino level (`info`, `warn`, ...); absent: no logs. `stream` lets tests capture what is logged. */
   log?: { level: string; stream?: DestinationStream };
   /** Stream keep-alive ping period (ms); 30 s unless a test shortens it. */
@@ -159,6 +161,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   const rateLimiter = createRateLimiter(
     opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
     now,
+    opts.addressLimit ? { unauthenticated: { limit: opts.addressLimit, windowSeconds: 60 } } : {},
   );
   const liveness = createLiveness(
     opts.store,

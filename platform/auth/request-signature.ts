@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import {
+  isSignatureTimestamp,
   SIGNATURE_HEADER,
   SIGNATURE_WINDOW_SECONDS,
   signatureMatches,
@@ -68,8 +69,9 @@ export function verifyRequestSignature(ctx: PlatformContext, request: FastifyReq
     return;
   }
   const stamp = request.headers[TIMESTAMP_HEADER];
-  if (typeof signature !== 'string' || typeof stamp !== 'string' || !/^\d{1,12}$/.test(stamp) || !sealed) {
-    throw errors.unauthorized('Malformed request signature');
+  if (typeof signature !== 'string' || !sealed) throw errors.unauthorized('Malformed request signature');
+  if (typeof stamp !== 'string' || !isSignatureTimestamp(stamp)) {
+    throw errors.unauthorized('X-Timestamp must be Unix seconds: exactly ten digits, no leading zero');
   }
   const nowMs = ctx.now();
   if (Math.abs(nowMs / 1000 - Number(stamp)) > SIGNATURE_WINDOW_SECONDS) {

@@ -44,6 +44,14 @@ end
 return {count, ttl}
 `);
 
+/** A hit's count and window left, without counting one (a key without expiry reads as a fresh window). */
+const PEEK = redisScript(`
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then count = 0 end
+return {count, ttl}
+`);
+
 /**
  * Fixed windows shared by every instance on one Redis: the window starts at a key's first hit on any instance
  * and Redis' clock ends it, so the instances' clocks need not agree (`nowMs` only reaches the fallback).
@@ -70,6 +78,22 @@ export function createRedisRateLimitStore(
         (counted) => decide(counted, limit),
         (err: unknown) => local(err, key, limit, windowMs, nowMs),
       );
+    },
+    peek(key, limit, windowMs, nowMs) {
+      const fallBack = (err: unknown) => {
+        onFallback?.(err);
+        return fallback.peek(key, limit, windowMs, nowMs);
+      };
+      if (client.status !== 'ready') return fallBack(redisUnavailable(client.status));
+      return runScript(client, PEEK, [prefix + key], []).then((reply) => {
+        const { count, pttlMs } = parseCounted(reply);
+        return {
+          allowed: count < limit,
+          limit,
+          remaining: Math.max(0, limit - count),
+          resetSeconds: Math.max(1, Math.ceil((pttlMs > 0 ? pttlMs : windowMs) / 1000)),
+        };
+      }, fallBack);
     },
     close() {
       // The client belongs to the Redis link, which closes it.

@@ -27,7 +27,8 @@ import {
 import { errors } from '../api-error.js';
 import { tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
-import { type AnyRoute, enforceRateLimit, route } from '../route-spec.js';
+import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
+import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
 
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -43,20 +44,25 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       summary: 'Register a charger on first connection',
       tag: 'device',
       auth: { kind: 'none' },
+      rate: 'unauthenticated',
       body: RegisterRequest,
       response: Registration,
-      // Throttled in the handler, per serial number.
+      // Throttled in the handler: refusals per serial number and address. A success needs no budget of its own:
+      // the serial then answers 409 until an operator resets it.
       errors: [403, 409, 429],
-      handler: async ({ body, reply }) => {
-        // Not in the spec's table; throttled per serial number like other charger reporting.
-        await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
+      handler: async ({ body, request, reply }) => {
+        // Refusals count per serial and address (DESIGN.md §18), so nobody can keep a charger from registering.
+        const attempt = await beginCredentialAttempt(ctx, 'registerFailures', body.sn, request.ip, reply);
         const outcome = await ctx.store.registerDevice(body, {
           registration: ctx.options.registration,
           defaultSiteId: ctx.options.defaultSiteId,
         });
-        if (outcome.kind === 'not_allowed')
+        if (outcome.kind === 'not_allowed') {
+          await attempt.failed();
           throw errors.forbidden('Serial number is not on the registration allowlist');
+        }
         if (outcome.kind === 'already_registered') {
+          await attempt.failed();
           throw errors.conflict(
             'Serial number is already registered; an operator must reset the device first',
           );
@@ -76,15 +82,31 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       summary: 'Exchange the device credentials for a bearer token',
       tag: 'device',
       auth: { kind: 'none' },
+      rate: 'unauthenticated',
       body: DeviceTokenRequest,
       response: DeviceToken,
-      // Wrong or revoked credentials; throttled in the handler, per device id.
+      // Wrong or revoked credentials; throttled in the handler: failures per device id and address, tokens per
+      // device id.
       errors: [401, 429],
-      handler: async ({ body, reply }) => {
-        await enforceRateLimit(ctx, 'deviceReporting', `token:${body.device_id}`, reply);
+      handler: async ({ body, request, reply }) => {
+        const attempt = await beginCredentialAttempt(
+          ctx,
+          'deviceTokenFailures',
+          body.device_id,
+          request.ip,
+          reply,
+        );
+        // Tokens per device id (not in the spec's table, like other charger reporting): looked at before the
+        // exchange, which may retire an old secret, and spent only once the secret is proven.
+        const issued = `token:${body.device_id}`;
+        applyDecision(ctx, 'deviceReporting', await ctx.rateLimiter.peek('deviceReporting', issued), reply);
         // During a rotation's grace the old and the new secret both work; the new one retires the old.
         const gen = await ctx.secrets.exchange(body.device_id, body.device_secret);
-        if (gen === undefined) throw errors.unauthorized('Invalid device credentials');
+        if (gen === undefined) {
+          await attempt.failed();
+          throw errors.unauthorized('Invalid device credentials');
+        }
+        await enforceRateLimit(ctx, 'deviceReporting', issued, reply);
         const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
         const ttl = ctx.options.tokenTtlSeconds;
         const access_token = ctx.tokens.issueDeviceToken({ sub: body.device_id, gen, ...times });

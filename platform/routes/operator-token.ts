@@ -10,6 +10,7 @@ import {
 import { ApiError, errors } from '../api-error.js';
 import { secretsEqual, tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
+import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { enforceRateLimit, route } from '../route-spec.js';
 
 /** RFC 6749 §2.3.1: HTTP Basic with form-urlencoded client_id and client_secret. */
@@ -91,6 +92,7 @@ export function operatorTokenRoute(ctx: PlatformContext) {
       'The response is not enveloped.',
     tag: 'operator',
     auth: { kind: 'none' },
+    rate: 'unauthenticated',
     body: OperatorTokenRequest,
     prepareBody: (request) => {
       const body = request.body;
@@ -105,7 +107,8 @@ export function operatorTokenRoute(ctx: PlatformContext) {
     },
     response: OperatorTokenResponse,
     raw: true,
-    // Answered by the handler: wrong client or secret, and its own rate limit (per client_id asked for).
+    // Answered by the handler: wrong client or secret, and its own limits (failures per client_id and address,
+    // issuance per client_id).
     errors: [401, 429],
     mapError: tokenEndpointError,
     errorBody: {
@@ -131,13 +134,23 @@ export function operatorTokenRoute(ctx: PlatformContext) {
         },
       },
     },
-    handler: async ({ body: input, reply }) => {
-      // Keyed by the client_id asked for, so guessing one client's secret is throttled (spec: 10/min).
-      await enforceRateLimit(ctx, 'operatorToken', input.client_id, reply);
+    handler: async ({ body: input, request, reply }) => {
+      // Failures count per client_id and address (DESIGN.md §18); issuance per client_id (spec: 10/min), spent
+      // only by a caller that proved the secret, so nobody else can exhaust it.
+      const attempt = await beginCredentialAttempt(
+        ctx,
+        'operatorTokenFailures',
+        input.client_id,
+        request.ip,
+        reply,
+      );
       const client = await ctx.store.getClient(input.client_id);
       const stored = client ? ctx.keys.openSecret(client.secret_sealed) : DUMMY_SECRET;
-      if (!secretsEqual(input.client_secret, stored) || !client)
+      if (!secretsEqual(input.client_secret, stored) || !client) {
+        await attempt.failed();
         throw errors.unauthorized('Invalid client credentials');
+      }
+      await enforceRateLimit(ctx, 'operatorToken', input.client_id, reply);
       await ctx.directory.refreshClient(client.client_id);
       let scopes: Scope[] = client.scopes;
       if (input.scope !== undefined) {

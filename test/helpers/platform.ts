@@ -31,8 +31,13 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export function httpClient(baseUrl: string, ca: string) {
-  const dispatcher = new Agent({ connect: { ca }, keepAliveTimeout: 1000 });
+/** `localAddress`: the client's source address (127.0.0.2 stands for another client on loopback). */
+export function httpClient(baseUrl: string, ca: string, opts: { localAddress?: string } = {}) {
+  const dispatcher = new Agent({
+    connect: { ca },
+    keepAliveTimeout: 1000,
+    ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+  });
   async function call(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;

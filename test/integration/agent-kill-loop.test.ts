@@ -46,6 +46,7 @@ const RANK: Record<string, number> = { received: 0, accepted: 1, succeeded: 2, f
 
 const allowAll: RateLimitStore = {
   hit: (_key, limit) => ({ allowed: true, limit, remaining: limit, resetSeconds: 1 }),
+  peek: (_key, limit) => ({ allowed: true, limit, remaining: limit, resetSeconds: 1 }),
   close: () => undefined,
 };
 

@@ -140,7 +140,8 @@ let clockMovedMs = 0;
 function spend(route: AnyRoute, authenticated: boolean): void {
   if (!authenticated || route.auth.kind === 'none' || !route.rate) return;
   const n = (spentInWindow.get(route.rate) ?? 0) + 1;
-  if (n >= RATE_LIMITS[route.rate].limit) {
+  // Authenticated routes spend only the spec's classes.
+  if (n >= RATE_LIMITS[route.rate as keyof typeof RATE_LIMITS].limit) {
     tp.advance(61_000);
     clockMovedMs += 61_000;
     spentInWindow.clear();

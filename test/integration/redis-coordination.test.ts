@@ -141,6 +141,40 @@ describe('shared rate-limit store', () => {
     expect(fallbacks).toEqual({ a: [], b: [] });
   });
 
+  it('peeks without counting, on either instance; an expired or absent key reads as a whole window', async () => {
+    const { a, b, fallbacks } = rateStores();
+    const key = uniqueKey();
+    const now = Date.now();
+    expect(await a.peek(key, 3, 60_000, now)).toEqual({
+      allowed: true,
+      limit: 3,
+      remaining: 3,
+      resetSeconds: 60,
+    });
+    expect(await linkA.client.exists(`cp:rl:${key}`)).toBe(0);
+    await a.hit(key, 3, 60_000, now);
+    await b.hit(key, 3, 60_000, now);
+    expect(await b.peek(key, 3, 60_000, now)).toMatchObject({ allowed: true, remaining: 1 });
+    await b.hit(key, 3, 60_000, now);
+    const spent = await a.peek(key, 3, 60_000, now);
+    expect(spent).toMatchObject({ allowed: false, limit: 3, remaining: 0 });
+    expect(spent.resetSeconds).toBeGreaterThanOrEqual(59);
+    expect(spent.resetSeconds).toBeLessThanOrEqual(60);
+    expect(await linkA.client.get(`cp:rl:${key}`)).toBe('3');
+
+    const short = uniqueKey();
+    await a.hit(short, 1, 300, Date.now());
+    expect(await b.peek(short, 1, 300, Date.now())).toMatchObject({ allowed: false, remaining: 0 });
+    await sleep(350);
+    expect(await b.peek(short, 1, 300, Date.now())).toEqual({
+      allowed: true,
+      limit: 1,
+      remaining: 1,
+      resetSeconds: 1,
+    });
+    expect(fallbacks).toEqual({ a: [], b: [] });
+  });
+
   it('gives a counter that lost its expiry (PTTL -1) a window again, keeping its count', async () => {
     const { a, fallbacks } = rateStores();
     const key = uniqueKey();
@@ -280,6 +314,11 @@ describe('Redis away and back', () => {
     expect(immediate).not.toBeInstanceOf(Promise);
     expect(immediate).toEqual(await reference.a.hit(key, 2, 60_000, nowMs));
     expect(rate.fallbacks.a.at(-1)).toBeInstanceOf(RedisUnavailableError);
+    // A peek (a lock-out check) reads the same local counts.
+    const peeked = rate.a.peek(key, 2, 60_000, nowMs);
+    expect(peeked).not.toBeInstanceOf(Promise);
+    expect(peeked).toEqual(await reference.a.peek(key, 2, 60_000, nowMs));
+    expect(peeked).toMatchObject({ allowed: false, remaining: 0 });
     const remembered = replay.a.remember(signature(), nowMs);
     expect(remembered).toBe(true);
     expect(replay.fallbacks.a.at(-1)).toBeInstanceOf(RedisUnavailableError);

@@ -249,6 +249,8 @@ describe('serve --env production', () => {
         join(certDir, 'tls', 'key.pem'),
         '--token-ttl',
         '1',
+        '--address-limit',
+        '50',
       ]);
       http = await connect(server, join(certDir, 'tls', 'cert.pem'));
     });
@@ -260,6 +262,13 @@ describe('serve --env production', () => {
       expect(existsSync(join(dir, 'tls'))).toBe(false);
       const res = await http.get('/healthz');
       expect(res.status).toBe(200);
+    });
+
+    it('--address-limit sets what one address may send to the unauthenticated routes a minute', async () => {
+      const res = await http.post('/v1/device/token', { json: {} });
+      expect(res.status).toBe(400);
+      expect(res.headers['ratelimit-policy']).toBe('"unauthenticated";q=50;w=60');
+      expect(res.headers.ratelimit).toMatch(/^"unauthenticated";r=49;t=\d+$/);
     });
 
     it('tokens expire after the given lifetime: 401 with code 2002', async () => {

@@ -8,14 +8,18 @@ import { createCommandNotifier } from '../../platform/command-notifier.js';
 import { createRedisLink, type RedisLink } from '../../platform/coordination/redis-link.js';
 import { createRelay, type Relay } from '../../platform/coordination/relay.js';
 import { noEvents } from '../../platform/platform-events.js';
+import { GUARD_LIMITS } from '../../platform/rate-limit/rate-limiter.js';
 import { RATE_LIMITS, signRequest } from '../../shared/index.js';
 import {
   createTenant,
   expectError,
+  type HttpClient,
+  httpClient,
   registerDevice,
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { rateItem } from '../helpers/rate-limit-headers.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis.js';
 
 /**
@@ -168,6 +172,46 @@ describe('several instances, one database, one Redis', () => {
     }
     for (const p of instances)
       expectError(await p.http.get('/v1/operator/devices', { token: own.token }), 429, 5001);
+  });
+
+  it('counts failed credentials on every instance: a lock-out on one holds on all, for that address only', async () => {
+    const own = await createTenant(a, 'Instances Lockout');
+    const dev = await registerDevice(a, 'MI-LOCK-1', own.siteId);
+    const instances = [a, b, c];
+    const fromElsewhere = instances.map((p) => httpClient(p.url, p.ca, { localAddress: '127.0.0.2' }));
+    const opToken = (http: HttpClient, secret: string) =>
+      http.post('/v1/operator/oauth/token', {
+        json: { client_id: own.clientId, client_secret: secret, grant_type: 'client_credentials' },
+      });
+    const devToken = (http: HttpClient, secret: string) =>
+      http.post('/v1/device/token', {
+        json: { device_id: dev.deviceId, device_secret: secret, grant_type: 'client_credentials' },
+      });
+    try {
+      for (const [rateClass, ask, secret] of [
+        ['operatorTokenFailures', opToken, own.clientSecret],
+        ['deviceTokenFailures', devToken, dev.secret],
+      ] as const) {
+        const { limit } = GUARD_LIMITS[rateClass];
+        for (let i = 0; i < limit; i++) {
+          const wrong = await ask(instances[i % 3]!.http, `wrong-${i}`);
+          expectError(wrong, 401, 2001);
+          expect(rateItem(wrong, 'ratelimit', rateClass)).toMatch(new RegExp(`;r=${limit - 1 - i};`));
+        }
+        for (const p of instances) {
+          const locked = await ask(p.http, secret);
+          expectError(locked, 429, 5001);
+          expect(rateItem(locked, 'ratelimit', rateClass)).toMatch(/;r=0;/);
+        }
+        for (const http of fromElsewhere) expect((await ask(http, secret)).status).toBe(200);
+      }
+      // The address budget is shared too: 127.0.0.2 spent one per token above, whichever instance answered.
+      const last = await devToken(fromElsewhere[0]!, dev.secret);
+      const { limit } = GUARD_LIMITS.unauthenticated;
+      expect(rateItem(last, 'ratelimit', 'unauthenticated')).toMatch(new RegExp(`;r=${limit - 7};`));
+    } finally {
+      for (const http of fromElsewhere) await http.close();
+    }
   });
 
   it('refuses on another instance a signature already used on one', async () => {

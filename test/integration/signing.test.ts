@@ -201,6 +201,37 @@ describe('signed requests', () => {
     expectError(await send(devCall, devHeaders), 401, 2001);
   });
 
+  it('refuses any X-Timestamp but ten digits without a leading zero, so no digit moves between query and stamp', async () => {
+    // The signed text is METHOD + path-with-query + stamp + body with no separator: `?size=10` at T and
+    // `?size=1` at `0T` sign the same text. Only the exact spelling of T may be sent.
+    const t = nowSeconds();
+    const moved = (path: string, token: string, secret: string) => ({
+      method: 'GET' as const,
+      path: path.slice(0, -1),
+      token,
+      secret,
+      signPath: path,
+      stamp: t,
+      sendStamp: `0${t}`,
+    });
+    const opRead = moved('/v1/operator/devices?size=10', tenant.token, tenant.clientSecret);
+    const opMoved = expectError(await send(opRead), 401, 2001);
+    expect(opMoved.message).toMatch(/X-Timestamp/);
+    const devPoll = moved('/v1/device/commands?wait=10', dev.token, dev.secret);
+    expectError(await send(devPoll), 401, 2001);
+    // The requests as signed pass: what was refused is the stamp's spelling alone.
+    const asSigned = { method: 'GET' as const, stamp: t, token: tenant.token, secret: tenant.clientSecret };
+    expect((await send({ ...asSigned, path: '/v1/operator/devices?size=10' })).status).toBe(200);
+    const devAsSigned = { method: 'GET' as const, stamp: t, token: dev.token, secret: dev.secret };
+    expect((await send({ ...devAsSigned, path: '/v1/device/commands?wait=0' })).status).toBe(200);
+
+    // Other spellings of the same second, signed as sent, on writes of either side.
+    for (const stamp of [`+${t}`, `${t}.0`, `0${t}`, `00${t}`, `${t}0`.slice(0, 9)]) {
+      expectError(await send(opStop({ stamp })), 401, 2001);
+      expectError(await send(devTelemetry({ stamp })), 401, 2001);
+    }
+  });
+
   it('accepts each signature once: a replay is refused with 401/2001', async () => {
     const call = opStop();
     const headers = signedHeaders(call);
