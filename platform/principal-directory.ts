@@ -1,3 +1,4 @@
+import type { ClientCredentialState } from './domain/client-credentials.js';
 import type { Store } from './storage/store.js';
 
 /**
@@ -16,7 +17,7 @@ export interface DeviceEntry {
   site_id: string | null;
   operator_id: string | null;
 }
-export interface ClientEntry {
+export interface ClientEntry extends ClientCredentialState {
   client_id: string;
   secret_sealed: string;
   require_signature: boolean;
