@@ -10,7 +10,13 @@ import {
 import { ApiError, errors } from '../api-error.js';
 import { secretsEqual, tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
+import {
+  type ClientSecretMatch,
+  clientSecretMatch,
+  tokenExpirySeconds,
+} from '../domain/client-credentials.js';
 import { enforceRateLimit, route } from '../route-spec.js';
+import type { ClientRow } from '../storage/store.js';
 
 /** RFC 6749 §2.3.1: HTTP Basic with form-urlencoded client_id and client_secret. */
 function basicCredentials(request: FastifyRequest): { client_id: string; client_secret: string } | undefined {
@@ -81,6 +87,26 @@ export function tokenEndpointError(err: ApiError): ApiError {
   });
 }
 
+/**
+ * Which of the client's secrets the presented one is. Both stored secrets are compared whatever the outcome,
+ * and a dummy stands in for a missing one, so the answer takes as long for an unknown or revoked client.
+ */
+function matchClientSecret(
+  ctx: PlatformContext,
+  client: ClientRow | undefined,
+  presented: string,
+  nowMs: number,
+): ClientSecretMatch {
+  const current = secretsEqual(presented, client ? ctx.keys.openSecret(client.secret_sealed) : DUMMY_SECRET);
+  const previousSealed = client?.previous_secret_sealed;
+  const previous = secretsEqual(
+    presented,
+    previousSealed ? ctx.keys.openSecret(previousSealed) : DUMMY_SECRET,
+  );
+  if (!client) return 'none';
+  return clientSecretMatch(client, { current, previous: previous && !!previousSealed }, nowMs);
+}
+
 export function operatorTokenRoute(ctx: PlatformContext) {
   return route({
     method: 'POST',
@@ -135,9 +161,9 @@ export function operatorTokenRoute(ctx: PlatformContext) {
       // Keyed by the client_id asked for, so guessing one client's secret is throttled (spec: 10/min).
       await enforceRateLimit(ctx, 'operatorToken', input.client_id, reply);
       const client = await ctx.store.getClient(input.client_id);
-      const stored = client ? ctx.keys.openSecret(client.secret_sealed) : DUMMY_SECRET;
-      if (!secretsEqual(input.client_secret, stored) || !client)
-        throw errors.unauthorized('Invalid client credentials');
+      const nowMs = ctx.now();
+      const match = matchClientSecret(ctx, client, input.client_secret, nowMs);
+      if (!client || match === 'none') throw errors.unauthorized('Invalid client credentials');
       await ctx.directory.refreshClient(client.client_id);
       let scopes: Scope[] = client.scopes;
       if (input.scope !== undefined) {
@@ -150,13 +176,17 @@ export function operatorTokenRoute(ctx: PlatformContext) {
         }
         scopes = [...new Set(asked)] as Scope[];
       }
-      const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
-      const ttl = ctx.options.tokenTtlSeconds;
+      const times = tokenTimes(nowMs, ctx.options.tokenTtlSeconds);
+      // A token of the previous secret ends with the rotation's grace (domain/client-credentials.ts).
+      const exp = tokenExpirySeconds(client, match, times.exp);
+      const ttl = Math.max(1, ctx.options.tokenTtlSeconds - (times.exp - exp));
       const access_token = ctx.tokens.issueOperatorToken({
         sub: client.client_id,
         scp: scopes,
         ops: client.operator_ids,
-        ...times,
+        gen: match === 'current' ? client.secret_gen : client.secret_gen - 1,
+        iat: times.iat,
+        exp,
       });
       // Never cached (RFC 6749 §5.1).
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
