@@ -145,7 +145,8 @@ export function operatorTokenRoute(ctx: PlatformContext) {
             '`details.field` `scope`: a scope the client is not granted)',
         },
         401: {
-          description: '`invalid_client` (2001): unknown client, wrong secret or malformed Basic credentials',
+          description:
+            '`invalid_client` (2001): unknown or revoked client, wrong secret (or one rotated out, past its grace) or malformed Basic credentials',
           headers: {
             'WWW-Authenticate': { schema: { type: 'string', const: INVALID_CLIENT_CHALLENGE } },
           },
