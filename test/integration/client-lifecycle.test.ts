@@ -11,6 +11,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
  * An operator client's lifecycle (DESIGN.md §18) over the route table (`platform.routes`: a new operator endpoint
@@ -26,6 +27,7 @@ const HOUR_MS = 3_600_000;
 let tp: TestPlatform;
 let tenant: Awaited<ReturnType<typeof createTenant>>;
 let deviceId: string;
+let receiver: WebhookReceiver;
 
 const operatorRoutes = () => tp.platform.routes.filter((r) => r.auth.kind === 'operator');
 const key = (r: AnyRoute) => `${r.method} ${r.url}`;
@@ -145,12 +147,18 @@ async function untilRefused(token: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  tp = await startTestPlatform({ streamPingMs: 200 });
+  receiver = await startWebhookReceiver();
+  // Deliveries are driven by `deliverDue`, not the dispatcher's timer.
+  tp = await startTestPlatform({
+    streamPingMs: 200,
+    webhooks: { allowPrivate: true, ca: receiver.ca, pollMs: 3_600_000 },
+  });
   tenant = await createTenant(tp, 'Lifecycle');
   deviceId = (await registerDevice(tp, `SN-LIFE-${process.pid}`, tenant.siteId)).deviceId;
 });
 afterAll(async () => {
   await tp?.stop();
+  await receiver?.close();
 });
 
 describe('a revoked client', () => {
@@ -168,15 +176,36 @@ describe('a revoked client', () => {
     await expectAdmittedEverywhere(tenant.token);
   });
 
-  it('has its webhook endpoints disabled', async () => {
+  it('has its webhook endpoints disabled: what was queued for them is not delivered', async () => {
     const c = await newClient();
     const hook = await tp.http.post('/v1/operator/webhooks', {
       token: c.token,
-      json: { url: 'https://hooks.example.com/lifecycle', events: ['*'] },
+      json: { url: receiver.url, events: ['webhook.test'] },
     });
     expect(hook.status, hook.text).toBe(200);
+    const webhookId: string = hook.body.data.webhook_id;
+    receiver.trust(hook.body.data.secret);
+    const sendTest = async () => {
+      const res = await tp.http.post(`/v1/operator/webhooks/${webhookId}/test`, { token: c.token });
+      expect(res.status, res.text).toBe(200);
+      return res.body.data.delivery_id as string;
+    };
+    const before = await sendTest();
+    await tp.platform.webhooks.deliverDue();
+    expect(receiver.received.filter((r) => r.id === before)).toHaveLength(1);
+
+    // A delivery whose first attempt failed waits in the queue for its retry...
+    receiver.answer(() => ({ status: 503 }));
+    const queued = await sendTest();
+    await tp.platform.webhooks.deliverDue();
+    expect(receiver.received.filter((r) => r.id === queued)).toHaveLength(1);
+    receiver.answer(() => ({ status: 200 }));
+    // ... which never comes once the client is revoked.
     await tp.store.revokeClient(c.id);
-    expect(await tp.store.getWebhook(hook.body.data.webhook_id)).toMatchObject({
+    tp.advance(HOUR_MS);
+    await tp.platform.webhooks.deliverDue();
+    expect(receiver.received.filter((r) => r.id === queued)).toHaveLength(1);
+    expect(await tp.store.getWebhook(webhookId)).toMatchObject({
       status: 'disabled',
       disabled_reason: 'client_revoked',
     });
