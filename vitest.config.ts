@@ -25,6 +25,7 @@ const POSTGRES_ONLY = [
   'test/integration/postgres-statistics.test.ts',
   'test/integration/postgres-exclusive-jobs.test.ts',
   'test/integration/redis-coordination.test.ts',
+  'test/integration/client-lifecycle-instances.test.ts',
   'test/integration/several-instances.test.ts',
   'test/integration/stream-across-instances.test.ts',
 ];

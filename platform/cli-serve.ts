@@ -51,7 +51,7 @@ export function addServeCommand(program: Command): void {
         'charger registration policy (default: open in sandbox, allowlist in production)',
       ).choices(['open', 'allowlist']),
     )
-    .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
+    .option('--token-ttl <seconds>', 'access token lifetime (at most a day)', integer(1, 86_400), 86_400)
     .option(
       '--address-limit <n>',
       'requests a minute one source address may make to the token endpoints and registration',

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import './supported-node.js';
 import { Command } from 'commander';
-import { isIanaTimezone, type Scope } from '../shared/index.js';
+import { isIanaTimezone } from '../shared/index.js';
+import { addClientsCommands } from './cli-clients.js';
 import { databaseOption } from './cli-options.js';
 import { addServeCommand } from './cli-serve.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
@@ -113,57 +114,7 @@ sites
     );
   });
 
-const clients = program.command('clients').description('Manage API clients');
-clients
-  .command('create')
-  .requiredOption('--data-dir <dir>')
-  .addOption(databaseOption())
-  .requiredOption('--operator <ids>', 'operator id, or several separated by commas')
-  .requiredOption('--scopes <scopes>', 'read, write or read,write')
-  .option('--require-signature', 'the client must sign every write request (HMAC, X-Signature)')
-  .option('--json', 'machine-readable output')
-  .action(async (o) => {
-    const operatorIds = String(o.operator)
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean);
-    const scopes = [
-      ...new Set(
-        String(o.scopes)
-          .split(',')
-          .map((x) => x.trim()),
-      ),
-    ];
-    if (scopes.length === 0 || scopes.some((x) => x !== 'read' && x !== 'write')) {
-      throw new UserError('--scopes must be read, write or read,write');
-    }
-    if (operatorIds.length === 0) throw new UserError('--operator needs at least one operator id');
-    const { client, secret } = await withStore(o, async (s) => {
-      for (const id of operatorIds) if (!(await s.getOperator(id))) throw new UserError(`no operator ${id}`);
-      const created = await s.createClient({ operator_ids: operatorIds, scopes: scopes as Scope[] });
-      if (o.requireSignature) await s.setRequireSignature('client', created.client.client_id, true);
-      return created;
-    });
-    const out = { client_id: client.client_id, client_secret: secret, scopes: client.scopes };
-    print(
-      o.json,
-      out,
-      `client_id:     ${out.client_id}\nclient_secret: ${secret}\nscopes:        ${out.scopes.join(',')}`,
-    );
-  });
-
-clients
-  .command('require-signature')
-  .description('require (or with --off, stop requiring) HMAC signatures on the client’s write requests')
-  .requiredOption('--data-dir <dir>')
-  .addOption(databaseOption())
-  .requiredOption('--client <id>')
-  .option('--off', 'signatures become optional again')
-  .action(async (o) => {
-    const done = await withStore(o, (s) => s.setRequireSignature('client', o.client, !o.off));
-    if (!done) throw new UserError(`no client ${o.client}`);
-    process.stdout.write(`client ${o.client} ${o.off ? 'may sign' : 'must sign'} write requests\n`);
-  });
+addClientsCommands(program, withStore);
 
 const devices = program.command('devices').description('Manage chargers');
 devices

@@ -1,8 +1,11 @@
+import type { ClientCredentialState } from './domain/client-credentials.js';
 import type { Store } from './storage/store.js';
 
 /**
  * What the hot path needs to know about devices and clients, in memory: a device's secret generation and the
- * age of a pending rotation (token revocation), its site and operator (tenancy of stream messages), and who must sign requests. Reloaded when
+ * age of a pending rotation (token revocation), its site and operator (tenancy of stream messages), a client's
+ * status, secret generation and the end of its rotation's grace (domain/client-credentials.ts), and who must
+ * sign requests. Revoked clients stay in it, so that their tokens are refused without a database read. Reloaded when
  * another process (the admin CLI) or instance changes the database, which `store.externalChangeVersion()` tells
  * cheaply (SQLite's `data_version`, PostgreSQL's NOTIFY).
  */
@@ -16,7 +19,7 @@ export interface DeviceEntry {
   site_id: string | null;
   operator_id: string | null;
 }
-export interface ClientEntry {
+export interface ClientEntry extends ClientCredentialState {
   client_id: string;
   secret_sealed: string;
   require_signature: boolean;

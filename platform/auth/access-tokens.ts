@@ -4,8 +4,9 @@ import type { Scope } from '../../shared/index.js';
 /**
  * Stateless signed access tokens: `<kind>.<claims>.<mac>` with base64url JSON claims and an HMAC-SHA256 over
  * the first two parts. Verifying one needs no database read (the hot path); tokens are never stored, so there
- * is nothing to leak at rest. A new token never invalidates earlier ones. Device tokens carry the device's
- * secret generation, so rotating or resetting a secret revokes every token issued with the old one.
+ * is nothing to leak at rest. A new token never invalidates earlier ones. Device and operator tokens carry
+ * their principal's secret generation, so rotating or resetting a secret revokes every token issued with the
+ * old one (at the end of a rotation's grace), and revoking a client revokes all of its tokens.
  */
 export type TokenKind = 'op' | 'dv';
 
@@ -13,6 +14,8 @@ export interface OperatorClaims {
   sub: string;
   scp: Scope[];
   ops: string[];
+  /** The client's secret generation; absent from tokens issued before clients had one (read as 1). */
+  gen?: number;
   iat: number;
   exp: number;
 }

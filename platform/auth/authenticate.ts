@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Scope } from '../../shared/index.js';
 import { errors } from '../api-error.js';
 import type { PlatformContext } from '../context.js';
+import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../domain/client-credentials.js';
 import { liveGeneration } from '../domain/secret-rotation.js';
 
 export interface OperatorPrincipal {
@@ -35,22 +36,32 @@ export function bearerToken(header: unknown): string {
  * it is refused. Known subjects are answered from memory, synchronously: no promise on the hot path.
  */
 
-/** Verifies an operator token and returns its principal (from memory unless the client is not cached). */
+/**
+ * Verifies an operator token and returns its principal (from memory unless the client is not cached, or the
+ * token's generation is newer than the cached one). A revoked client, or a generation a rotation's grace no
+ * longer covers, is refused (domain/client-credentials.ts).
+ */
 export function verifyOperatorToken(
   ctx: PlatformContext,
   token: string,
 ): OperatorPrincipal | Promise<OperatorPrincipal> {
-  const result = ctx.tokens.verifyOperatorToken(token, ctx.now());
+  const nowMs = ctx.now();
+  const result = ctx.tokens.verifyOperatorToken(token, nowMs);
   if (!result.ok)
     throw result.reason === 'expired' ? errors.tokenExpired() : errors.unauthorized('Invalid access token');
   const { claims } = result;
+  const gen = claims.gen ?? FIRST_CLIENT_SECRET_GEN;
   const principal = { clientId: claims.sub, scopes: claims.scp, operatorIds: claims.ops };
-  if (ctx.directory.client(claims.sub)) return principal;
-  // A client removed from the platform loses access at once, even with unexpired tokens.
-  return ctx.directory.refreshClient(claims.sub).then(() => {
-    if (!ctx.directory.client(claims.sub)) throw errors.unauthorized('Client credentials were revoked');
+  const admit = () => {
+    const entry = ctx.directory.client(claims.sub);
+    if (!entry || !operatorTokenLive(entry, gen, nowMs))
+      throw errors.unauthorized('Client credentials were revoked');
     return principal;
-  });
+  };
+  const cached = ctx.directory.client(claims.sub);
+  // An unknown client, or a newer generation than the cached one, may be news from another instance.
+  if (cached && cached.secret_gen >= gen) return admit();
+  return ctx.directory.refreshClient(claims.sub).then(admit);
 }
 
 export function authenticateOperator(

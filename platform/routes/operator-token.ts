@@ -10,8 +10,14 @@ import {
 import { ApiError, errors } from '../api-error.js';
 import { secretsEqual, tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
+import {
+  type ClientSecretMatch,
+  clientSecretMatch,
+  tokenExpirySeconds,
+} from '../domain/client-credentials.js';
 import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { enforceRateLimit, route } from '../route-spec.js';
+import type { ClientRow } from '../storage/store.js';
 
 /** RFC 6749 §2.3.1: HTTP Basic with form-urlencoded client_id and client_secret. */
 function basicCredentials(request: FastifyRequest): { client_id: string; client_secret: string } | undefined {
@@ -82,6 +88,26 @@ export function tokenEndpointError(err: ApiError): ApiError {
   });
 }
 
+/**
+ * Which of the client's secrets the presented one is. Both stored secrets are compared whatever the outcome,
+ * and a dummy stands in for a missing one, so the answer takes as long for an unknown or revoked client.
+ */
+function matchClientSecret(
+  ctx: PlatformContext,
+  client: ClientRow | undefined,
+  presented: string,
+  nowMs: number,
+): ClientSecretMatch {
+  const current = secretsEqual(presented, client ? ctx.keys.openSecret(client.secret_sealed) : DUMMY_SECRET);
+  const previousSealed = client?.previous_secret_sealed;
+  const previous = secretsEqual(
+    presented,
+    previousSealed ? ctx.keys.openSecret(previousSealed) : DUMMY_SECRET,
+  );
+  if (!client) return 'none';
+  return clientSecretMatch(client, { current, previous: previous && !!previousSealed }, nowMs);
+}
+
 export function operatorTokenRoute(ctx: PlatformContext) {
   return route({
     method: 'POST',
@@ -122,7 +148,8 @@ export function operatorTokenRoute(ctx: PlatformContext) {
             '`details.field` `scope`: a scope the client is not granted)',
         },
         401: {
-          description: '`invalid_client` (2001): unknown client, wrong secret or malformed Basic credentials',
+          description:
+            '`invalid_client` (2001): unknown or revoked client, wrong secret (or one rotated out, past its grace) or malformed Basic credentials',
           headers: {
             'WWW-Authenticate': { schema: { type: 'string', const: INVALID_CLIENT_CHALLENGE } },
           },
@@ -145,8 +172,9 @@ export function operatorTokenRoute(ctx: PlatformContext) {
         reply,
       );
       const client = await ctx.store.getClient(input.client_id);
-      const stored = client ? ctx.keys.openSecret(client.secret_sealed) : DUMMY_SECRET;
-      if (!secretsEqual(input.client_secret, stored) || !client) {
+      const nowMs = ctx.now();
+      const match = matchClientSecret(ctx, client, input.client_secret, nowMs);
+      if (!client || match === 'none') {
         await attempt.failed();
         throw errors.unauthorized('Invalid client credentials');
       }
@@ -163,13 +191,17 @@ export function operatorTokenRoute(ctx: PlatformContext) {
         }
         scopes = [...new Set(asked)] as Scope[];
       }
-      const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
-      const ttl = ctx.options.tokenTtlSeconds;
+      const times = tokenTimes(nowMs, ctx.options.tokenTtlSeconds);
+      // A token of the previous secret ends with the rotation's grace (domain/client-credentials.ts).
+      const exp = tokenExpirySeconds(client, match, times.exp);
+      const ttl = Math.max(1, ctx.options.tokenTtlSeconds - (times.exp - exp));
       const access_token = ctx.tokens.issueOperatorToken({
         sub: client.client_id,
         scp: scopes,
         ops: client.operator_ids,
-        ...times,
+        gen: match === 'current' ? client.secret_gen : client.secret_gen - 1,
+        iat: times.iat,
+        exp,
       });
       // Never cached (RFC 6749 §5.1).
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');

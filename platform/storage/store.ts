@@ -10,6 +10,7 @@ import type {
   Scope,
   TelemetryRecord,
 } from '../../shared/index.js';
+import type { ClientStatus } from '../domain/client-credentials.js';
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
@@ -30,7 +31,25 @@ export interface ClientRow {
   secret_sealed: string;
   scopes: Scope[];
   operator_ids: string[];
+  status: ClientStatus;
+  /** Bumped by every secret rotation; operator tokens carry it (domain/client-credentials.ts). */
+  secret_gen: number;
+  /** The secret a rotation replaced, and until when it (and its tokens) still work. */
+  previous_secret_sealed: string | null;
+  previous_secret_until_ms: number | null;
 }
+/** What `clients list` shows of a client: never a secret. */
+export interface ClientSummary {
+  client_id: string;
+  operator_ids: string[];
+  scopes: Scope[];
+  status: ClientStatus;
+  created_ms: number;
+}
+/** A rotation's outcome: the new secret, or why there is none. */
+export type ClientRotation =
+  | { outcome: 'rotated'; secret: string; secret_gen: number }
+  | { outcome: 'revoked' | 'unknown' };
 export interface DeviceRow {
   device_id: string;
   sn: string;
@@ -185,6 +204,18 @@ export interface OperatorDirectory {
     scopes: Scope[];
   }): Promise<{ client: ClientRow; secret: string }>;
   getClient(clientId: string): Promise<ClientRow | undefined>;
+  /** Every client, oldest first. */
+  listClients(): Promise<ClientSummary[]>;
+  /**
+   * Revokes a client for good and disables its webhook endpoints (reason `client_revoked`), in one transaction;
+   * `already_revoked` changes nothing.
+   */
+  revokeClient(clientId: string): Promise<'revoked' | 'already_revoked' | 'unknown'>;
+  /**
+   * A new current secret and the next generation; the replaced secret stays live for `graceMs` (0: not at
+   * all). A revoked client is not rotated.
+   */
+  rotateClientSecret(clientId: string, graceMs: number): Promise<ClientRotation>;
   /** Everything the in-memory principal directory holds, for all devices and clients. */
   loadDirectory(): Promise<{ devices: DeviceEntry[]; clients: ClientEntry[] }>;
   loadDeviceEntry(deviceId: string): Promise<DeviceEntry | undefined>;

@@ -16,6 +16,7 @@ import {
 import { ApiError, errors } from '../api-error.js';
 import { bearerToken, verifyOperatorToken } from '../auth/authenticate.js';
 import type { PlatformContext } from '../context.js';
+import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../domain/client-credentials.js';
 import { createStreamEvents } from './stream-events.js';
 
 /**
@@ -31,6 +32,8 @@ export interface Subscriber {
   clientId: string;
   operatorIds: readonly string[];
   tokenExpiresMs: number;
+  /** The client secret generation of the token it opened with: a revocation or a rotation's end closes it. */
+  tokenGen: number;
   key: string | undefined;
   deviceIds: readonly string[];
   siteIds: readonly string[];
@@ -62,6 +65,7 @@ export interface SubscriptionRegistry {
 }
 
 export const STREAM_PATH = '/v1/operator/stream';
+type StreamRequest = FastifyRequest & { streamTokenExpiresMs?: number; streamTokenGen?: number };
 /** How long a slow consumer has to read up to its 4008 close frame before the connection is cut. */
 const SLOW_CONSUMER_GRACE_MS = 10_000;
 
@@ -225,7 +229,19 @@ export function createTelemetryStream(
     );
   }
 
+  /** Closes the connections of revoked clients and of tokens a rotation's grace no longer covers (4401). */
+  const closeRevoked = () => {
+    const nowMs = ctx.now();
+    for (const s of all) {
+      const entry = ctx.directory.client(s.clientId);
+      if (!entry || !operatorTokenLive(entry, s.tokenGen, nowMs))
+        s.socket.close(STREAM_CLOSE_TOKEN_EXPIRED, 'client credentials revoked');
+    }
+  };
+  const stopWatchingDirectory = ctx.directory.onReload(closeRevoked);
+
   const pinger = setInterval(() => {
+    closeRevoked();
     const nowMs = ctx.now();
     for (const s of all) {
       if (nowMs >= s.tokenExpiresMs) {
@@ -261,7 +277,11 @@ export function createTelemetryStream(
       });
     }
     const claims = ctx.tokens.verifyOperatorToken(token, ctx.now());
-    return { principal, expiresMs: claims.ok ? claims.claims.exp * 1000 : ctx.now() };
+    return {
+      principal,
+      expiresMs: claims.ok ? claims.claims.exp * 1000 : ctx.now(),
+      gen: (claims.ok ? claims.claims.gen : undefined) ?? FIRST_CLIENT_SECRET_GEN,
+    };
   }
 
   return {
@@ -272,9 +292,11 @@ export function createTelemetryStream(
         url: STREAM_PATH,
         // Authenticated before the upgrade, so a refusal is a plain HTTP ErrorResponse.
         preValidation: async (request) => {
-          const { principal, expiresMs } = await authenticate(request);
+          const { principal, expiresMs, gen } = await authenticate(request);
           request.operator = principal;
-          (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs = expiresMs;
+          const streamRequest = request as StreamRequest;
+          streamRequest.streamTokenExpiresMs = expiresMs;
+          streamRequest.streamTokenGen = gen;
         },
         // A plain GET (no Upgrade) gets an ErrorResponse too, not the plugin's empty 404.
         handler: async () => {
@@ -294,8 +316,8 @@ export function createTelemetryStream(
             socket,
             clientId: principal.clientId,
             operatorIds: principal.operatorIds,
-            tokenExpiresMs:
-              (request as FastifyRequest & { streamTokenExpiresMs?: number }).streamTokenExpiresMs ?? 0,
+            tokenExpiresMs: (request as StreamRequest).streamTokenExpiresMs ?? 0,
+            tokenGen: (request as StreamRequest).streamTokenGen ?? FIRST_CLIENT_SECRET_GEN,
             key: undefined,
             deviceIds: [],
             siteIds: [],
@@ -333,6 +355,7 @@ export function createTelemetryStream(
     subscriberCount: () => all.size,
     close() {
       clearInterval(pinger);
+      stopWatchingDirectory();
       for (const s of all) s.socket.terminate();
     },
   };

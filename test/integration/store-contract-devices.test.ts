@@ -159,6 +159,10 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         secret_sealed: client.secret_sealed,
         scopes: ['read', 'write'],
         operator_ids: [a.operator_id, b.operator_id].sort(),
+        status: 'active',
+        secret_gen: 1,
+        previous_secret_sealed: null,
+        previous_secret_until_ms: null,
       });
       expect(await store.getClient('cli_missing')).toBeUndefined();
     });
@@ -206,12 +210,18 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         client_id: client.client_id,
         secret_sealed: client.secret_sealed,
         require_signature: false,
+        status: 'active',
+        secret_gen: 1,
+        previous_secret_until_ms: null,
         operator_ids: [other.operator_id, op.operator_id].sort(),
       };
       const lonelyEntry = {
         client_id: lonely.client_id,
         secret_sealed: lonely.secret_sealed,
         require_signature: false,
+        status: 'active',
+        secret_gen: 1,
+        previous_secret_until_ms: null,
         operator_ids: [],
       };
       const all = await store.loadDirectory();

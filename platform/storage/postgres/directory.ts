@@ -2,7 +2,14 @@ import type { Scope } from '../../../shared/index.js';
 import { newId, newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
 import type { ClientEntry, DeviceEntry } from '../../principal-directory.js';
-import type { ClientRow, OperatorDirectory, OperatorRow, SiteRow } from '../store.js';
+import type {
+  ClientRotation,
+  ClientRow,
+  ClientSummary,
+  OperatorDirectory,
+  OperatorRow,
+  SiteRow,
+} from '../store.js';
 import { notifyDirectoryChange, type PgDatabase } from './database.js';
 
 /** What the principal directory holds of a device: its credentials, signing and tenancy. */
@@ -10,11 +17,11 @@ const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed,
   d.require_signature, d.site_id, s.operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id`;
 const SITE_COLUMNS = 'site_id, operator_id, name, timezone';
 
-interface RawClient {
-  client_id: string;
-  secret_sealed: string;
-  scopes: string;
-}
+type RawClient = Omit<ClientRow, 'scopes' | 'operator_ids'> & { scopes: string };
+const CLIENT_COLUMNS =
+  'client_id, secret_sealed, scopes, status, secret_gen, previous_secret_sealed, previous_secret_until_ms';
+const CLIENT_ENTRY_COLUMNS =
+  'client_id, secret_sealed, require_signature, status, secret_gen, previous_secret_until_ms';
 
 /** Operators, sites and clients, the principal directory's rows, and settings, on PostgreSQL. */
 export function createPgDirectory(
@@ -88,13 +95,22 @@ export function createPgDirectory(
         );
         await notifyDirectoryChange(sql);
       });
-      return { client: { client_id, secret_sealed: sealed, scopes, operator_ids: ops }, secret };
+      const client: ClientRow = {
+        client_id,
+        secret_sealed: sealed,
+        scopes,
+        operator_ids: ops,
+        status: 'active',
+        secret_gen: 1,
+        previous_secret_sealed: null,
+        previous_secret_until_ms: null,
+      };
+      return { client, secret };
     },
     async getClient(clientId) {
-      const rows = await db.query<RawClient>(
-        'SELECT client_id, secret_sealed, scopes FROM clients WHERE client_id = $1',
-        [clientId],
-      );
+      const rows = await db.query<RawClient>(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE client_id = $1`, [
+        clientId,
+      ]);
       const row = rows[0];
       if (!row) return undefined;
       const client: ClientRow = {
@@ -104,13 +120,69 @@ export function createPgDirectory(
       };
       return client;
     },
+    async listClients() {
+      const rows = await db.query<Omit<ClientSummary, 'scopes'> & { scopes: string }>(
+        `SELECT c.client_id, c.scopes, c.status, c.created_ms,
+           COALESCE(array_agg(o.operator_id ORDER BY o.operator_id)
+             FILTER (WHERE o.operator_id IS NOT NULL), '{}') AS operator_ids
+         FROM clients c LEFT JOIN client_operators o ON o.client_id = c.client_id
+         GROUP BY c.client_id ORDER BY c.created_ms, c.client_id COLLATE "C"`,
+      );
+      return rows.map((r) => ({
+        client_id: r.client_id,
+        operator_ids: r.operator_ids,
+        scopes: r.scopes.split(',') as Scope[],
+        status: r.status,
+        created_ms: r.created_ms,
+      }));
+    },
+    async revokeClient(clientId) {
+      return db.tx(async (sql) => {
+        const at = now();
+        const revoked = await sql.query(
+          `UPDATE clients SET status = 'revoked', revoked_ms = $1, previous_secret_sealed = NULL,
+             previous_secret_until_ms = NULL WHERE client_id = $2 AND status = 'active' RETURNING 1`,
+          [at, clientId],
+        );
+        if (revoked.length === 0) {
+          const known = await sql.query('SELECT 1 FROM clients WHERE client_id = $1', [clientId]);
+          return known.length > 0 ? 'already_revoked' : 'unknown';
+        }
+        await sql.query(
+          `UPDATE webhooks SET status = 'disabled', disabled_reason = 'client_revoked', updated_ms = $1
+           WHERE client_id = $2 AND status = 'enabled'`,
+          [at, clientId],
+        );
+        await notifyDirectoryChange(sql);
+        return 'revoked';
+      });
+    },
+    async rotateClientSecret(clientId, graceMs) {
+      const secret = newSecret();
+      const until = graceMs > 0 ? now() + graceMs : null;
+      return db.tx(async (sql): Promise<ClientRotation> => {
+        const rows = await sql.query<{ secret_gen: number }>(
+          `UPDATE clients SET previous_secret_sealed = CASE WHEN $3::bigint IS NULL THEN NULL ELSE secret_sealed END,
+             previous_secret_until_ms = $3, secret_sealed = $2, secret_gen = secret_gen + 1
+           WHERE client_id = $1 AND status = 'active' RETURNING secret_gen`,
+          [clientId, keys.sealSecret(secret), until],
+        );
+        const row = rows[0];
+        if (!row) {
+          const known = await sql.query('SELECT 1 FROM clients WHERE client_id = $1', [clientId]);
+          return { outcome: known.length > 0 ? 'revoked' : 'unknown' };
+        }
+        await notifyDirectoryChange(sql);
+        return { outcome: 'rotated', secret, secret_gen: row.secret_gen };
+      });
+    },
     async loadDirectory() {
       // Devices and clients are independent: read side by side, on two connections.
       const [devices, clients] = await Promise.all([
         db.query<DeviceEntry>(DIRECTORY_DEVICE_SQL),
         db.query<ClientEntry>(
-          `SELECT c.client_id, c.secret_sealed, c.require_signature,
-             COALESCE(array_agg(o.operator_id ORDER BY o.operator_id)
+          `SELECT c.client_id, c.secret_sealed, c.require_signature, c.status, c.secret_gen,
+             c.previous_secret_until_ms, COALESCE(array_agg(o.operator_id ORDER BY o.operator_id)
                FILTER (WHERE o.operator_id IS NOT NULL), '{}') AS operator_ids
            FROM clients c LEFT JOIN client_operators o ON o.client_id = c.client_id
            GROUP BY c.client_id`,
@@ -124,7 +196,7 @@ export function createPgDirectory(
     },
     async loadClientEntry(clientId) {
       const rows = await db.query<Omit<ClientEntry, 'operator_ids'>>(
-        'SELECT client_id, secret_sealed, require_signature FROM clients WHERE client_id = $1',
+        `SELECT ${CLIENT_ENTRY_COLUMNS} FROM clients WHERE client_id = $1`,
         [clientId],
       );
       const c = rows[0];

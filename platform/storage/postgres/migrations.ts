@@ -260,4 +260,13 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE devices ADD COLUMN pending_since_ms BIGINT;
   CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
   `,
+  // Operator clients' lifecycle, as SQLite's migration of the same name: existing clients are active at
+  // generation 1, the generation tokens without one are read as.
+  `
+  ALTER TABLE clients ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
+  ALTER TABLE clients ADD COLUMN secret_gen INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE clients ADD COLUMN previous_secret_sealed TEXT;
+  ALTER TABLE clients ADD COLUMN previous_secret_until_ms BIGINT;
+  ALTER TABLE clients ADD COLUMN revoked_ms BIGINT;
+  `,
 ];

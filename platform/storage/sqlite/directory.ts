@@ -2,9 +2,28 @@ import type Database from 'better-sqlite3';
 import type { Scope } from '../../../shared/index.js';
 import { newId, newSecret } from '../../ids.js';
 import type { PlatformKeys } from '../../platform-keys.js';
-import type { ClientRow, OperatorDirectory, OperatorRow, SiteRow } from '../store.js';
+import type { ClientEntry } from '../../principal-directory.js';
+import type {
+  ClientRotation,
+  ClientRow,
+  ClientSummary,
+  OperatorDirectory,
+  OperatorRow,
+  SiteRow,
+} from '../store.js';
 import { placeholders, type StatementCache } from './database.js';
 import { DIRECTORY_DEVICE_SQL, type RawDeviceEntry, toDeviceEntry } from './rows.js';
+
+const CLIENT_COLUMNS =
+  'client_id, secret_sealed, scopes, status, secret_gen, previous_secret_sealed, previous_secret_until_ms';
+const CLIENT_ENTRY_COLUMNS =
+  'client_id, secret_sealed, require_signature, status, secret_gen, previous_secret_until_ms';
+type RawClientEntry = Omit<ClientEntry, 'require_signature' | 'operator_ids'> & { require_signature: number };
+const toClientEntry = (c: RawClientEntry, operator_ids: string[]): ClientEntry => ({
+  ...c,
+  require_signature: c.require_signature === 1,
+  operator_ids,
+});
 
 /** Operators, sites and clients, the principal directory's rows, and settings. */
 export function createSqliteDirectory(
@@ -31,16 +50,30 @@ export function createSqliteDirectory(
       'INSERT INTO clients (client_id, secret_sealed, scopes, created_ms) VALUES (?, ?, ?, ?)',
     ),
     insertClientOperator: db.prepare('INSERT INTO client_operators (client_id, operator_id) VALUES (?, ?)'),
-    getClient: db.prepare('SELECT client_id, secret_sealed, scopes FROM clients WHERE client_id = ?'),
+    getClient: db.prepare(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE client_id = ?`),
+    listClients: db.prepare(
+      'SELECT client_id, scopes, status, created_ms FROM clients ORDER BY created_ms, client_id',
+    ),
+    revokeClient: db.prepare(
+      `UPDATE clients SET status = 'revoked', revoked_ms = ?, previous_secret_sealed = NULL,
+         previous_secret_until_ms = NULL WHERE client_id = ? AND status = 'active'`,
+    ),
+    disableClientWebhooks: db.prepare(
+      `UPDATE webhooks SET status = 'disabled', disabled_reason = 'client_revoked', updated_ms = ?
+       WHERE client_id = ? AND status = 'enabled'`,
+    ),
+    rotateClientSecret: db.prepare(
+      `UPDATE clients SET previous_secret_sealed = CASE WHEN @until IS NULL THEN NULL ELSE secret_sealed END,
+         previous_secret_until_ms = @until, secret_sealed = @sealed, secret_gen = secret_gen + 1
+       WHERE client_id = @client_id AND status = 'active' RETURNING secret_gen`,
+    ),
     clientOperators: db.prepare(
       'SELECT operator_id FROM client_operators WHERE client_id = ? ORDER BY operator_id',
     ),
     directoryDevices: db.prepare(`${DIRECTORY_DEVICE_SQL}`),
     directoryDevice: db.prepare(`${DIRECTORY_DEVICE_SQL} WHERE d.device_id = ?`),
-    directoryClients: db.prepare('SELECT client_id, secret_sealed, require_signature FROM clients'),
-    directoryClient: db.prepare(
-      'SELECT client_id, secret_sealed, require_signature FROM clients WHERE client_id = ?',
-    ),
+    directoryClients: db.prepare(`SELECT ${CLIENT_ENTRY_COLUMNS} FROM clients`),
+    directoryClient: db.prepare(`SELECT ${CLIENT_ENTRY_COLUMNS} FROM clients WHERE client_id = ?`),
     directoryClientOperators: db.prepare('SELECT client_id, operator_id FROM client_operators'),
     clientRequireSignature: db.prepare('UPDATE clients SET require_signature = ? WHERE client_id = ?'),
     deviceRequireSignature: db.prepare('UPDATE devices SET require_signature = ? WHERE device_id = ?'),
@@ -50,15 +83,14 @@ export function createSqliteDirectory(
     ),
   };
 
+  const operatorsOf = (clientId: string): string[] =>
+    (stmt.clientOperators.all(clientId) as Array<{ operator_id: string }>).map((r) => r.operator_id);
   const getClientNow = (clientId: string): ClientRow | undefined => {
     const row = stmt.getClient.get(clientId) as
-      | { client_id: string; secret_sealed: string; scopes: string }
+      | (Omit<ClientRow, 'scopes' | 'operator_ids'> & { scopes: string })
       | undefined;
     if (!row) return undefined;
-    const operator_ids = (stmt.clientOperators.all(clientId) as Array<{ operator_id: string }>).map(
-      (r) => r.operator_id,
-    );
-    return { ...row, scopes: row.scopes.split(',') as Scope[], operator_ids };
+    return { ...row, scopes: row.scopes.split(',') as Scope[], operator_ids: operatorsOf(clientId) };
   };
 
   // The admin CLI writes from another process; data_version changes when it commits. Admin changes made
@@ -99,12 +131,62 @@ export function createSqliteDirectory(
         for (const op of new Set(operator_ids)) stmt.insertClientOperator.run(client_id, op);
       }).immediate();
       return {
-        client: { client_id, secret_sealed: sealed, scopes, operator_ids: [...new Set(operator_ids)] },
+        client: {
+          client_id,
+          secret_sealed: sealed,
+          scopes,
+          operator_ids: [...new Set(operator_ids)],
+          status: 'active',
+          secret_gen: 1,
+          previous_secret_sealed: null,
+          previous_secret_until_ms: null,
+        },
         secret,
       };
     },
     async getClient(clientId) {
       return getClientNow(clientId);
+    },
+    async listClients() {
+      const rows = stmt.listClients.all() as Array<
+        Omit<ClientSummary, 'scopes' | 'operator_ids'> & { scopes: string }
+      >;
+      return rows.map((r) => ({
+        client_id: r.client_id,
+        operator_ids: operatorsOf(r.client_id),
+        scopes: r.scopes.split(',') as Scope[],
+        status: r.status,
+        created_ms: r.created_ms,
+      }));
+    },
+    async revokeClient(clientId) {
+      localChanges++;
+      return db
+        .transaction(() => {
+          const at = now();
+          if (stmt.revokeClient.run(at, clientId).changes === 1) {
+            stmt.disableClientWebhooks.run(at, clientId);
+            return 'revoked' as const;
+          }
+          return stmt.getClient.get(clientId) ? ('already_revoked' as const) : ('unknown' as const);
+        })
+        .immediate();
+    },
+    async rotateClientSecret(clientId, graceMs) {
+      localChanges++;
+      const secret = newSecret();
+      const until = graceMs > 0 ? now() + graceMs : null;
+      return db
+        .transaction((): ClientRotation => {
+          const row = stmt.rotateClientSecret.get({
+            client_id: clientId,
+            sealed: keys.sealSecret(secret),
+            until,
+          }) as { secret_gen: number } | undefined;
+          if (row) return { outcome: 'rotated', secret, secret_gen: row.secret_gen };
+          return { outcome: stmt.getClient.get(clientId) ? 'revoked' : 'unknown' };
+        })
+        .immediate();
     },
     async loadDirectory() {
       const devices = (stmt.directoryDevices.all() as RawDeviceEntry[]).map(toDeviceEntry);
@@ -117,18 +199,9 @@ export function createSqliteDirectory(
         list.push(r.operator_id);
         ops.set(r.client_id, list);
       }
-      const clients = (
-        stmt.directoryClients.all() as Array<{
-          client_id: string;
-          secret_sealed: string;
-          require_signature: number;
-        }>
-      ).map((c) => ({
-        client_id: c.client_id,
-        secret_sealed: c.secret_sealed,
-        require_signature: c.require_signature === 1,
-        operator_ids: ops.get(c.client_id) ?? [],
-      }));
+      const clients = (stmt.directoryClients.all() as RawClientEntry[]).map((c) =>
+        toClientEntry(c, ops.get(c.client_id) ?? []),
+      );
       return { devices, clients };
     },
     async loadDeviceEntry(deviceId) {
@@ -136,14 +209,8 @@ export function createSqliteDirectory(
       return raw ? toDeviceEntry(raw) : undefined;
     },
     async loadClientEntry(clientId) {
-      const c = stmt.directoryClient.get(clientId) as
-        | { client_id: string; secret_sealed: string; require_signature: number }
-        | undefined;
-      if (!c) return undefined;
-      const operator_ids = (stmt.clientOperators.all(clientId) as Array<{ operator_id: string }>).map(
-        (r) => r.operator_id,
-      );
-      return { ...c, require_signature: c.require_signature === 1, operator_ids };
+      const c = stmt.directoryClient.get(clientId) as RawClientEntry | undefined;
+      return c ? toClientEntry(c, operatorsOf(clientId)) : undefined;
     },
     async setRequireSignature(kind, id, required) {
       localChanges++;

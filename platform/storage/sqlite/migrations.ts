@@ -303,6 +303,16 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE devices ADD COLUMN pending_since_ms INTEGER;
   CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
   `,
+  // Operator clients' lifecycle (DESIGN.md §18, domain/client-credentials.ts): revoked or active, and a secret
+  // generation that operator tokens carry, with the secret a rotation replaced live until its grace is over.
+  // Existing clients are active at generation 1, the generation tokens without one are read as.
+  `
+  ALTER TABLE clients ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
+  ALTER TABLE clients ADD COLUMN secret_gen INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE clients ADD COLUMN previous_secret_sealed TEXT;
+  ALTER TABLE clients ADD COLUMN previous_secret_until_ms INTEGER;
+  ALTER TABLE clients ADD COLUMN revoked_ms INTEGER;
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

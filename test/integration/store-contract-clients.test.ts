@@ -1,0 +1,187 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import type { Store } from '../../platform/storage/store.js';
+import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { webhookRow } from '../helpers/webhook-receiver.js';
+
+/**
+ * The contract of an operator client's lifecycle (DESIGN.md §18) on every backend: listing without secrets,
+ * revocation (idempotent, disabling the client's webhook endpoints in the same transaction) and secret
+ * rotation with and without a grace, as the principal directory and the token endpoint read them.
+ */
+const T0 = Date.UTC(2030, 0, 15, 12);
+
+describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
+  let clock = T0;
+  let ts: TestStore;
+  let store: Store;
+  beforeEach(async () => {
+    clock = T0;
+    ts = await openTestStore(backend, { now: () => clock });
+    store = ts.store;
+  });
+  afterEach(async () => {
+    await ts.close();
+  });
+
+  async function twoClients() {
+    const a = await store.createOperator('A');
+    const b = await store.createOperator('B');
+    clock += 5;
+    const first = await store.createClient({
+      operator_ids: [b.operator_id, a.operator_id],
+      scopes: ['read'],
+    });
+    clock += 5;
+    const second = await store.createClient({ operator_ids: [a.operator_id], scopes: ['read', 'write'] });
+    return { a, b, first, second };
+  }
+
+  it('a new client is active at generation 1 with no previous secret', async () => {
+    const { first } = await twoClients();
+    expect(first.client).toMatchObject({ status: 'active', secret_gen: 1, previous_secret_sealed: null });
+    expect(await store.getClient(first.client.client_id)).toEqual({
+      ...first.client,
+      operator_ids: [...first.client.operator_ids].sort(),
+    });
+    expect(await store.loadClientEntry(first.client.client_id)).toMatchObject({
+      status: 'active',
+      secret_gen: 1,
+      previous_secret_until_ms: null,
+    });
+  });
+
+  it('lists every client oldest first, with operators, scopes, status and creation time, never a secret', async () => {
+    const { a, b, first, second } = await twoClients();
+    const list = await store.listClients();
+    expect(list).toEqual([
+      {
+        client_id: first.client.client_id,
+        operator_ids: [a.operator_id, b.operator_id].sort(),
+        scopes: ['read'],
+        status: 'active',
+        created_ms: T0 + 5,
+      },
+      {
+        client_id: second.client.client_id,
+        operator_ids: [a.operator_id],
+        scopes: ['read', 'write'],
+        status: 'active',
+        created_ms: T0 + 10,
+      },
+    ]);
+    expect(JSON.stringify(list)).not.toContain(first.client.secret_sealed);
+    expect(JSON.stringify(list)).not.toContain(first.secret);
+  });
+
+  it('revokes once, says so the second time, and knows an unknown client', async () => {
+    const { first, second } = await twoClients();
+    expect(await store.revokeClient(first.client.client_id)).toBe('revoked');
+    expect(await store.revokeClient(first.client.client_id)).toBe('already_revoked');
+    expect(await store.revokeClient('cli_missing')).toBe('unknown');
+    expect((await store.getClient(first.client.client_id))?.status).toBe('revoked');
+    expect((await store.loadClientEntry(first.client.client_id))?.status).toBe('revoked');
+    const dir = await store.loadDirectory();
+    expect(dir.clients.find((c) => c.client_id === first.client.client_id)?.status).toBe('revoked');
+    expect(dir.clients.find((c) => c.client_id === second.client.client_id)?.status).toBe('active');
+    expect((await store.listClients()).map((c) => c.status)).toEqual(['revoked', 'active']);
+  });
+
+  it('revoking disables the client’s enabled webhook endpoints, and only its own', async () => {
+    const { first, second } = await twoClients();
+    const mine = first.client.client_id;
+    await store.createWebhook(webhookRow('wh_mine', { client_id: mine, created_ms: T0, updated_ms: T0 }), 10);
+    await store.createWebhook(
+      webhookRow('wh_off', {
+        client_id: mine,
+        status: 'disabled',
+        disabled_reason: 'operator',
+        created_ms: T0,
+        updated_ms: T0,
+      }),
+      10,
+    );
+    await store.createWebhook(
+      webhookRow('wh_other', { client_id: second.client.client_id, created_ms: T0, updated_ms: T0 }),
+      10,
+    );
+    clock += 1_000;
+    await store.revokeClient(mine);
+    expect(await store.getWebhook('wh_mine')).toMatchObject({
+      status: 'disabled',
+      disabled_reason: 'client_revoked',
+    });
+    // Disabled before by its operator: the reason given then stands.
+    expect(await store.getWebhook('wh_off')).toMatchObject({
+      status: 'disabled',
+      disabled_reason: 'operator',
+    });
+    expect(await store.getWebhook('wh_other')).toMatchObject({ status: 'enabled', disabled_reason: null });
+  });
+
+  it('rotates with a grace: the new secret is current, the old one previous until the grace ends', async () => {
+    const { first } = await twoClients();
+    const id = first.client.client_id;
+    const rotation = await store.rotateClientSecret(id, 3_600_000);
+    if (rotation.outcome !== 'rotated') throw new Error(rotation.outcome);
+    expect(rotation.secret).not.toBe(first.secret);
+    expect(rotation.secret_gen).toBe(2);
+    const row = await store.getClient(id);
+    expect(row).toMatchObject({
+      status: 'active',
+      secret_gen: 2,
+      previous_secret_until_ms: T0 + 10 + 3_600_000,
+    });
+    expect(loadOrCreatePlatformKeys(ts.dataDir).openSecret(row!.secret_sealed)).toBe(rotation.secret);
+    expect(loadOrCreatePlatformKeys(ts.dataDir).openSecret(row!.previous_secret_sealed!)).toBe(first.secret);
+    expect(await store.loadClientEntry(id)).toMatchObject({
+      secret_gen: 2,
+      secret_sealed: row!.secret_sealed,
+      previous_secret_until_ms: T0 + 10 + 3_600_000,
+    });
+
+    // A second rotation keeps only the secret it replaced beside the new one.
+    clock += 60_000;
+    const again = await store.rotateClientSecret(id, 0);
+    if (again.outcome !== 'rotated') throw new Error(again.outcome);
+    expect(again.secret_gen).toBe(3);
+    expect(await store.getClient(id)).toMatchObject({
+      secret_gen: 3,
+      previous_secret_sealed: null,
+      previous_secret_until_ms: null,
+    });
+    expect(loadOrCreatePlatformKeys(ts.dataDir).openSecret((await store.getClient(id))!.secret_sealed)).toBe(
+      again.secret,
+    );
+  });
+
+  it('does not rotate a revoked or unknown client, and revoking ends a grace', async () => {
+    const { first } = await twoClients();
+    const id = first.client.client_id;
+    expect((await store.rotateClientSecret(id, 60_000)).outcome).toBe('rotated');
+    await store.revokeClient(id);
+    expect(await store.getClient(id)).toMatchObject({
+      status: 'revoked',
+      secret_gen: 2,
+      previous_secret_sealed: null,
+      previous_secret_until_ms: null,
+    });
+    expect(await store.rotateClientSecret(id, 60_000)).toEqual({ outcome: 'revoked' });
+    expect((await store.getClient(id))?.secret_gen).toBe(2);
+    expect(await store.rotateClientSecret('cli_missing', 60_000)).toEqual({ outcome: 'unknown' });
+  });
+
+  it('tells the principal directory of every change (externalChangeVersion moves)', async () => {
+    // As `serve` opens it: on PostgreSQL only a server store listens for the announcements.
+    await ts.close();
+    ts = await openTestStore(backend, { now: () => clock, server: true });
+    store = ts.store;
+    const { first } = await twoClients();
+    const id = first.client.client_id;
+    for (const change of [() => store.rotateClientSecret(id, 1_000), () => store.revokeClient(id)]) {
+      const before = store.externalChangeVersion();
+      await change();
+      await expect.poll(() => store.externalChangeVersion(), { timeout: 5_000 }).not.toBe(before);
+    }
+  });
+});
