@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import {
@@ -5,6 +8,8 @@ import {
   DEFAULT_CONNECTION_LIMITS,
   STRICT_TRANSPORT_SECURITY,
 } from '../../platform/connection-limits.js';
+import { PROXY_V2_SIGNATURE } from '../../platform/proxy-protocol.js';
+import { runCli, spawnServe, tempDirs } from '../helpers/cli.js';
 import { createTenant, registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-connections.js';
 
@@ -278,3 +283,60 @@ async function untilConnections(platform: TestPlatform, n: number): Promise<void
     await sleep(20);
   }
 }
+
+describe('serve --max-connections and --proxy-protocol (the built CLI)', () => {
+  const dirs = tempDirs('cp-conn-serve-');
+  afterAll(() => dirs.removeAll());
+
+  it.each([
+    ['0', 'must be between 1 and 1000000'],
+    ['-5', 'must be a whole number'],
+    ['1.5', 'must be a whole number'],
+    ['many', 'must be a whole number'],
+  ])('--max-connections %s is refused with a sentence naming it', async (value, why) => {
+    const dir = join(await dirs.make(), 'never-created');
+    const res = await runCli(['serve', '--data-dir', dir, '--self-signed', '--max-connections', value]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('--max-connections');
+    expect(res.stderr).toContain(why);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('passes both to the server: 2 connections held, a 3rd closed at once; PROXY v2 headers expected', async () => {
+    const dir = await dirs.make();
+    const s = await spawnServe([
+      '--data-dir',
+      dir,
+      '--self-signed',
+      '--max-connections',
+      '2',
+      '--proxy-protocol',
+    ]);
+    const ca = await readFile(s.certPath, 'utf8');
+    try {
+      const held = [await tcpConnect(s.port), await tcpConnect(s.port)];
+      const third = watch(await tcpConnect(s.port));
+      const { afterMs, received } = await third.closed;
+      expect(received).toBe('');
+      expect(afterMs).toBeLessThan(1_000);
+      for (const h of held) h.destroy();
+      // With a slot free again: TLS without a PROXY header is refused, with one it is served.
+      await sleep(200);
+      await expect(tlsConnect(s.port, ca)).rejects.toThrow();
+      const raw = await tcpConnect(s.port);
+      raw.write(
+        Buffer.concat([
+          PROXY_V2_SIGNATURE,
+          Buffer.from([0x20, 0x00, 0x00, 0x00]), // LOCAL, no addresses
+        ]),
+      );
+      const socket = await tlsConnect(s.port, ca, { socket: raw });
+      const res = await exchange(socket, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      expect(res.status).toBe(200);
+      expect(res.headers['strict-transport-security']).toBe(STRICT_TRANSPORT_SECURITY);
+      socket.destroy();
+    } finally {
+      await s.stop();
+    }
+  });
+});
