@@ -77,7 +77,9 @@ describe('a request must arrive whole in time', () => {
     }, 250);
     try {
       const { afterMs, received } = await watched.closed;
-      expect(afterMs).toBeGreaterThanOrEqual(LIMITS.requestMs! - 100);
+      // Past the first-request limit (1 s): the cut is the request limit's. (The server's clock for it may start a
+      // little before the client saw its handshake done.)
+      expect(afterMs).toBeGreaterThanOrEqual(LIMITS.requestMs! * 0.75);
       expect(afterMs).toBeLessThan(LIMITS.requestMs! + SLACK_MS);
       // It kept sending until the end: the cut is the time limit, not an idle timeout.
       expect(sent).toBeGreaterThanOrEqual(6);
@@ -131,9 +133,12 @@ describe('a request must arrive whole in time', () => {
 
 describe('a connection must send its first request in time', () => {
   it('a TLS connection that sends nothing is closed at the limit', async () => {
+    // Timed from before the TCP connect: the limit runs from the accept, the handshake included.
+    const started = performance.now();
     const socket = await tlsConnect(tp.port, tp.ca);
-    const { afterMs, received } = await watch(socket).closed;
-    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.firstRequestMs! - 300);
+    const { received } = await watch(socket).closed;
+    const afterMs = performance.now() - started;
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.firstRequestMs! - 50);
     expect(afterMs).toBeLessThan(LIMITS.firstRequestMs! + SLACK_MS);
     expect(received).toBe('');
   });
@@ -179,7 +184,8 @@ describe('keep-alive', () => {
     await sleep(LIMITS.keepAliveMs! / 2);
     expect(watched.isClosed()).toBe(false);
     const { afterMs } = await watched.closed;
-    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.keepAliveMs! - 100);
+    // The server's idle clock starts once it has written the answer, a little before the client has read it.
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.keepAliveMs! - 300);
     expect(afterMs).toBeLessThan(LIMITS.keepAliveMs! + SLACK_MS);
   });
 });

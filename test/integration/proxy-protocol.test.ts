@@ -11,7 +11,7 @@ import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-c
  * TLS; the requests on it carry the client's address. Headers are built by hand here (HAProxy itself:
  * proxy-protocol-haproxy.test.ts).
  */
-const FIRST_REQUEST_MS = 1_000;
+const FIRST_REQUEST_MS = 2_000;
 
 let tp: TestPlatform;
 /** `request.ip` as Fastify computes it (the request socket's remoteAddress), per request, in order. */
