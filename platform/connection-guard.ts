@@ -19,6 +19,8 @@ export interface ConnectionGuard {
   dropWaiting(): void;
 }
 
+const DROP_WARNING_EVERY_MS = 60_000;
+
 /** A connection between its TCP accept and its first request. */
 interface Waiting {
   raw: Socket;
@@ -35,6 +37,16 @@ interface Waiting {
  */
 export function guardConnections(server: HttpsServer, opts: ConnectionGuardOptions): ConnectionGuard {
   server.maxConnections = opts.maxConnections;
+  // Node closes connections past the cap itself; say so, at most once a minute, so an operator can raise it.
+  let warnedAt = Number.NEGATIVE_INFINITY;
+  server.on('drop', () => {
+    if (performance.now() - warnedAt < DROP_WARNING_EVERY_MS) return;
+    warnedAt = performance.now();
+    opts.log.warn(
+      { maxConnections: opts.maxConnections },
+      'connection closed on arrival: the instance holds --max-connections already',
+    );
+  });
   // The TLS server's own listener wraps each TCP socket in TLS; it runs only once the PROXY header is read.
   const startTls = server.listeners('connection') as Array<(socket: Socket) => void>;
   server.removeAllListeners('connection');

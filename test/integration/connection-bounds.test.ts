@@ -226,7 +226,7 @@ describe('slow connections do not hold up the others', () => {
 
 describe('--max-connections', () => {
   it('with 5 held, a 6th connection is closed at once; when one goes, a new one is served', async () => {
-    const capped = await startTestPlatform({ connections: { maxConnections: 5 } });
+    const capped = await startTestPlatform({ connections: { maxConnections: 5 }, logLevel: 'warn' });
     const held: import('node:tls').TLSSocket[] = [];
     try {
       for (let i = 0; i < 5; i++) held.push(await tlsConnect(capped.port, capped.ca));
@@ -234,6 +234,10 @@ describe('--max-connections', () => {
       const { received } = await watch(sixth).closed;
       expect(received).toBe('');
       await expect(tlsConnect(capped.port, capped.ca)).rejects.toThrow();
+      // One warning for both (at most one a minute), naming the option.
+      const warnings = capped.logs.filter((l) => l.includes('--max-connections'));
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, maxConnections: 5 });
 
       const leaving = held.pop()!;
       const left = watch(leaving).closed;
