@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { databaseOption, integer } from './cli-options.js';
+import { DEFAULT_CONNECTION_LIMITS, MAX_CONNECTIONS_LIMIT } from './connection-limits.js';
 import { parseCorsOrigin } from './cors.js';
 import { GUARD_LIMITS } from './rate-limit/rate-limiter.js';
 import {
@@ -107,6 +108,16 @@ export function addServeCommand(program: Command): void {
       DEFAULT_METRICS_PORT,
     )
     .option(
+      '--max-connections <n>',
+      'connections this instance holds at once; more are closed as they arrive',
+      integer(1, MAX_CONNECTIONS_LIMIT),
+      DEFAULT_CONNECTION_LIMITS.maxConnections,
+    )
+    .option(
+      '--proxy-protocol',
+      'every connection starts with a PROXY protocol v2 header (HAProxy send-proxy-v2) naming the client',
+    )
+    .option(
       '--sim-chargers <n>',
       `sandbox only: run N simulated chargers (the real agent on simulated hardware) against it (default ${DEFAULT_SIM_CHARGERS}; 0: none)`,
       integer(0, 1_000),
@@ -140,6 +151,8 @@ export function addServeCommand(program: Command): void {
         metricsHost: o.metricsHost,
         metricsPort: o.metricsPort,
         webhooksAllowPrivate: o.webhooksAllowPrivate,
+        maxConnections: o.maxConnections,
+        proxyProtocol: o.proxyProtocol,
       });
       let closing = false;
       let fleet: SandboxFleet | undefined;

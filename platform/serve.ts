@@ -40,6 +40,10 @@ export interface ServeOptions {
   metricsPort?: number | undefined;
   /** Webhooks may go to http URLs and non-public addresses (DESIGN.md §14); default: in the sandbox only. */
   webhooksAllowPrivate?: boolean | undefined;
+  /** Connections held at once (DESIGN.md §18); default 20,000. */
+  maxConnections?: number | undefined;
+  /** Every connection starts with a PROXY protocol v2 header (behind HAProxy `send-proxy-v2`). */
+  proxyProtocol?: boolean | undefined;
 }
 
 export interface RunningPlatform {
@@ -130,6 +134,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       ...(opts.addressLimit ? { addressLimit: opts.addressLimit } : {}),
       webhooks: { allowPrivate: opts.webhooksAllowPrivate ?? opts.env === 'sandbox' },
       ...(opts.logLevel && opts.logLevel !== 'silent' ? { log: { level: opts.logLevel } } : {}),
+      ...(opts.maxConnections ? { connections: { maxConnections: opts.maxConnections } } : {}),
+      ...(opts.proxyProtocol ? { proxyProtocol: true } : {}),
     });
     let metricsUrl: string | undefined;
     try {

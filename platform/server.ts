@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import { hostname } from 'node:os';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
@@ -11,6 +12,13 @@ import { registerApiReference } from './api-reference-page.js';
 import { createTokenService } from './auth/access-tokens.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
+import { guardConnections } from './connection-guard.js';
+import {
+  type ConnectionLimits,
+  connectionsCheckingMs,
+  DEFAULT_CONNECTION_LIMITS,
+  STRICT_TRANSPORT_SECURITY,
+} from './connection-limits.js';
 import type { PlatformContext, PlatformOptions } from './context.js';
 import type { RedisLink } from './coordination/redis-link.js';
 import { shareThroughRedis } from './coordination/shared-state.js';
@@ -37,6 +45,7 @@ import { createDeviceSecretService } from './services/device-secret-service.js';
 import { storageFaultOf } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 import { createTelemetryStream } from './stream/telemetry-stream.js';
+import { TLS_CIPHERS } from './tls.js';
 import { createWebhooks, type WebhookOptions } from './webhooks/webhooks.js';
 
 export interface BuildOptions extends PlatformOptions {
@@ -65,6 +74,10 @@ export interface BuildOptions extends PlatformOptions {
   corsOrigins?: readonly string[];
   /** Webhook delivery (DESIGN.md §14). */
   webhooks?: WebhookOptions;
+  /** Time limits and the connection cap (DESIGN.md §18); the defaults unless a test shortens them. */
+  connections?: Partial<ConnectionLimits>;
+  /** Every connection starts with a PROXY protocol v2 header naming the client (behind HAProxy `send-proxy-v2`). */
+  proxyProtocol?: boolean;
 }
 
 export interface Platform {
@@ -100,8 +113,23 @@ function redactUrl(url: string): string {
 export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   const now = opts.now ?? Date.now;
   const instanceId = opts.instanceId ?? defaultInstanceId();
+  const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
   const app = Fastify({
-    https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' },
+    https: {
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      minVersion: 'TLSv1.2',
+      ciphers: TLS_CIPHERS,
+      handshakeTimeout: limits.firstRequestMs,
+      headersTimeout: limits.requestMs,
+      requestTimeout: limits.requestMs,
+      connectionsCheckingInterval: connectionsCheckingMs(limits),
+    },
+    // Whole request within requestMs (headers and body; a long poll's or the stream's wait is not the request's).
+    requestTimeout: limits.requestMs,
+    keepAliveTimeout: limits.keepAliveMs,
+    // No idle timeout on the socket: a long poll is silent for up to 30 s by design.
+    connectionTimeout: 0,
     bodyLimit: MAX_BODY_BYTES,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -124,6 +152,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       };
       (reply as unknown as FastifyReply)
         .header('x-api-version', API_VERSION)
+        .header('strict-transport-security', STRICT_TRANSPORT_SECURITY)
         .header('x-request-id', request.id)
         .code(400)
         .send(body);
@@ -141,11 +170,18 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
         socket.write(
           `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
             `Content-Type: application/json; charset=utf-8\r\nX-API-Version: ${API_VERSION}\r\n` +
+            `Strict-Transport-Security: ${STRICT_TRANSPORT_SECURITY}\r\n` +
             `Connection: close\r\n\r\n${body}`,
         );
       }
       socket.destroy(err);
     },
+  });
+  const connections = guardConnections(app.server as HttpsServer, {
+    firstRequestMs: limits.firstRequestMs,
+    maxConnections: limits.maxConnections,
+    proxyProtocol: opts.proxyProtocol ?? false,
+    log: app.log,
   });
 
   // What Fastify actually serves, for checking the OpenAPI document against it.
@@ -228,7 +264,10 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   app.decorateRequest('rawBody', null);
   // A callback hook, not an async one: no promise per request.
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-api-version', API_VERSION).header('x-request-id', request.id);
+    reply
+      .header('x-api-version', API_VERSION)
+      .header('x-request-id', request.id)
+      .header('strict-transport-security', STRICT_TRANSPORT_SECURITY);
     done();
   });
   if (opts.corsOrigins?.length) installCors(app, opts.corsOrigins);
@@ -348,6 +387,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       notifier.releaseAll();
       clearInterval(sweeper);
       stream.close();
+      connections.dropWaiting();
       await app.close();
       await webhooks.close();
       await Promise.all(metricsListeners.splice(0).map((l) => l.close()));

@@ -59,3 +59,20 @@ export async function loadCertificate(certPath: string, keyPath: string): Promis
   const [cert, key] = await Promise.all([readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
   return { cert, key, certPath, keyPath, created: false };
 }
+
+/**
+ * The suites the platform offers (DESIGN.md §18). TLS 1.3: Node's defaults, unchanged. TLS 1.2: forward-secret
+ * (ECDHE) with an AEAD cipher only (AES-GCM or ChaCha20-Poly1305): no CBC with SHA-1 or SHA-2 MACs, no static RSA
+ * key exchange. ECDSA and RSA both, so either kind of certificate works.
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'TLS_AES_128_GCM_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');

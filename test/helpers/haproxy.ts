@@ -18,8 +18,15 @@ export interface TestBalancer {
   stop(): Promise<void>;
 }
 
-/** The configuration docs/deployment.md shows, for these backend ports. */
-export function haproxyConfig(port: number, backends: readonly number[]): string {
+/**
+ * The configuration docs/deployment.md shows, for these backend ports; `sendProxyV2` adds `send-proxy-v2` (the
+ * instances then run with `--proxy-protocol`).
+ */
+export function haproxyConfig(
+  port: number,
+  backends: readonly number[],
+  opts: { sendProxyV2?: boolean } = {},
+): string {
   return [
     'global',
     '  maxconn 4000',
@@ -37,17 +44,20 @@ export function haproxyConfig(port: number, backends: readonly number[]): string
     '  balance roundrobin',
     '  option httpchk GET /readyz',
     '  http-check expect status 200',
-    '  default-server inter 500ms fall 2 rise 2 check check-ssl verify none',
+    `  default-server inter 500ms fall 2 rise 2 check check-ssl verify none${opts.sendProxyV2 ? ' send-proxy-v2' : ''}`,
     ...backends.map((p, i) => `  server instance${i + 1} 127.0.0.1:${p}`),
     '',
   ].join('\n');
 }
 
-export async function startHaproxy(backends: readonly number[]): Promise<TestBalancer> {
+export async function startHaproxy(
+  backends: readonly number[],
+  opts: { sendProxyV2?: boolean } = {},
+): Promise<TestBalancer> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'cp-haproxy-'));
   const config = join(dir, 'haproxy.cfg');
-  await writeFile(config, haproxyConfig(port, backends));
+  await writeFile(config, haproxyConfig(port, backends, opts));
   const child: ChildProcess = spawn('haproxy', ['-f', config, '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {

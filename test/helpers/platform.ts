@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request as undiciRequest } from 'undici';
+import type { ConnectionLimits } from '../../platform/connection-limits.js';
 import type { RedisLink } from '../../platform/coordination/redis-link.js';
 import { buildOpenApiDocument } from '../../platform/openapi.js';
 import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
@@ -123,6 +124,10 @@ export async function startTestPlatform(
     corsOrigins?: string[];
     /** Webhook delivery options (a receiver's CA, private addresses allowed for loopback receivers). */
     webhooks?: { allowPrivate?: boolean; ca?: string; pollMs?: number };
+    /** Shorter connection time limits, or a connection cap (`serve --max-connections`). */
+    connections?: Partial<ConnectionLimits>;
+    /** `serve --proxy-protocol`: every connection starts with a PROXY protocol v2 header. */
+    proxyProtocol?: boolean;
   } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
@@ -155,6 +160,8 @@ export async function startTestPlatform(
     ...(opts.instanceId ? { instanceId: opts.instanceId } : {}),
     ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
     ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
+    ...(opts.connections ? { connections: opts.connections } : {}),
+    ...(opts.proxyProtocol ? { proxyProtocol: true } : {}),
     ...(opts.logLevel
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),

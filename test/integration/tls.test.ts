@@ -1,9 +1,13 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
@@ -197,3 +201,152 @@ describe('no plain HTTP', () => {
     expect(out).toMatchObject({ ok: false, code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
   });
 });
+
+/**
+ * DESIGN.md §18: TLS 1.2 offers forward-secret AEAD suites only (ECDHE with AES-GCM or ChaCha20-Poly1305); TLS 1.3
+ * keeps its own. Checked with the real `openssl s_client`, each suite alone; every refused suite is first shown to
+ * work against a server that allows it, so a refusal is the platform's and not the client's.
+ */
+describe('cipher suites (openssl s_client)', () => {
+  const EC_CBC = [
+    'ECDHE-ECDSA-AES128-SHA',
+    'ECDHE-ECDSA-AES256-SHA',
+    'ECDHE-ECDSA-AES128-SHA256',
+    'ECDHE-ECDSA-AES256-SHA384',
+  ];
+  const EC_AEAD = [
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+  ];
+  const RSA_REFUSED = [
+    'ECDHE-RSA-AES128-SHA',
+    'ECDHE-RSA-AES256-SHA384',
+    'AES128-SHA',
+    'AES256-SHA256',
+    // AEAD, but static RSA key exchange: no forward secrecy.
+    'AES128-GCM-SHA256',
+  ];
+  const RSA_AEAD = [
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ];
+  const TLS13 = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'];
+
+  let rsa: TestPlatform;
+  let rsaKey: string;
+  beforeAll(async () => {
+    // A platform on an RSA certificate (startTestPlatform keeps a certificate already in DIR/tls).
+    const dir = await mkdtemp(join(tmpdir(), 'cp-tls-rsa-'));
+    await mkdir(join(dir, 'tls'), { mode: 0o700 });
+    await execFileP('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'tls', 'key.pem'),
+      '-out',
+      join(dir, 'tls', 'cert.pem'),
+    ]);
+    rsaKey = readFileSync(join(dir, 'tls', 'key.pem'), 'utf8');
+    rsa = await startTestPlatform({ dataDir: dir });
+  });
+  afterAll(async () => {
+    await rsa?.stop();
+    if (rsa) await rm(rsa.dataDir, { recursive: true, force: true });
+  });
+
+  it.each(EC_CBC)('TLS 1.2 %s: refused (EC certificate)', async (suite) => {
+    const key = readFileSync(join(tp.dataDir, 'tls', 'key.pem'), 'utf8');
+    await expectControlAccepts(tp.ca, key, suite);
+    const out = await sClient(tp.port, ['-tls1_2', '-cipher', `${suite}:@SECLEVEL=0`]);
+    expect(out.ok).toBe(false);
+  });
+
+  it.each(EC_AEAD)('TLS 1.2 %s: accepted (EC certificate)', async (suite) => {
+    const out = await sClient(tp.port, ['-tls1_2', '-cipher', suite]);
+    expect(out).toMatchObject({ ok: true, protocol: 'TLSv1.2', cipher: suite });
+  });
+
+  it.each(RSA_REFUSED)('TLS 1.2 %s: refused (RSA certificate)', async (suite) => {
+    await expectControlAccepts(rsa.ca, rsaKey, suite);
+    const out = await sClient(rsa.port, ['-tls1_2', '-cipher', `${suite}:@SECLEVEL=0`]);
+    expect(out.ok).toBe(false);
+  });
+
+  it.each(RSA_AEAD)('TLS 1.2 %s: accepted (RSA certificate)', async (suite) => {
+    const out = await sClient(rsa.port, ['-tls1_2', '-cipher', suite]);
+    expect(out).toMatchObject({ ok: true, protocol: 'TLSv1.2', cipher: suite });
+  });
+
+  it.each(TLS13)('TLS 1.3 %s: accepted, as before', async (suite) => {
+    const out = await sClient(tp.port, ['-tls1_3', '-ciphersuites', suite]);
+    expect(out).toMatchObject({ ok: true, protocol: 'TLSv1.3', cipher: suite });
+  });
+});
+
+const execFileP = promisify(execFile);
+
+interface SClientOutcome {
+  ok: boolean;
+  protocol?: string;
+  cipher?: string;
+  output: string;
+}
+
+/** `openssl s_client` to a loopback port with `args`; asynchronous, since the platform serves in this process. */
+async function sClient(port: number, args: string[]): Promise<SClientOutcome> {
+  const run = execFile(
+    'openssl',
+    ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', 'localhost', ...args],
+    {
+      timeout: 10_000,
+    },
+  );
+  run.stdin?.end();
+  let output = '';
+  run.stdout?.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  run.stderr?.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => run.on('close', (c) => resolve(c)));
+  // "New, TLSv1.0, Cipher is X" names the version that introduced a TLS 1.2 suite; "Protocol :" (printed for
+  // TLS 1.2 sessions) the one negotiated.
+  const session = /^New, (\S+), Cipher is (\S+)$/m.exec(output);
+  const cipher = session?.[2];
+  const protocol = /^\s*Protocol\s*: (\S+)$/m.exec(output)?.[1] ?? session?.[1];
+  return {
+    ok: code === 0 && cipher !== undefined,
+    ...(cipher ? { cipher } : {}),
+    ...(protocol ? { protocol } : {}),
+    output,
+  };
+}
+
+/** The client does offer `suite`: a server with the same certificate that allows every suite accepts it. */
+async function expectControlAccepts(cert: string, key: string, suite: string): Promise<void> {
+  const server = tls.createServer(
+    { cert, key, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'ALL:@SECLEVEL=0' },
+    (s) => s.end(),
+  );
+  server.on('tlsClientError', () => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as net.AddressInfo).port;
+    const out = await sClient(port, ['-tls1_2', '-cipher', `${suite}:@SECLEVEL=0`]);
+    expect(out, out.output).toMatchObject({ ok: true, cipher: suite });
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

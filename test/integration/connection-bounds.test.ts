@@ -1,0 +1,352 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  STRICT_TRANSPORT_SECURITY,
+} from '../../platform/connection-limits.js';
+import { PROXY_V2_SIGNATURE } from '../../platform/proxy-protocol.js';
+import { runCli, spawnServe, tempDirs } from '../helpers/cli.js';
+import { createTenant, registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-connections.js';
+
+/**
+ * DESIGN.md §18 "Connections are bounded", over real TLS on loopback. The limits are shortened (the production
+ * ones are 30 s, 10 s and 75 s: the first test checks them) so that each cut happens within seconds; Node's own
+ * timers do the cutting, so the clock here is the real one.
+ */
+const LIMITS: Partial<ConnectionLimits> = { requestMs: 2_000, firstRequestMs: 1_000, keepAliveMs: 1_500 };
+/** Slack for the check interval (a tenth of the limit) and a loaded machine. */
+const SLACK_MS = 2_500;
+
+let tp: TestPlatform;
+beforeAll(async () => {
+  tp = await startTestPlatform({ connections: LIMITS });
+});
+afterAll(async () => {
+  await tp?.stop();
+});
+
+const isoNow = () => new Date().toISOString();
+
+describe('the production limits', () => {
+  it('are 30 s for a request, 10 s to the first request, 75 s of keep-alive and 20,000 connections', async () => {
+    expect(DEFAULT_CONNECTION_LIMITS).toEqual({
+      requestMs: 30_000,
+      firstRequestMs: 10_000,
+      keepAliveMs: 75_000,
+      maxConnections: 20_000,
+    });
+    const prod = await startTestPlatform();
+    try {
+      const server = prod.platform.app.server as import('node:https').Server;
+      expect(server.requestTimeout).toBe(30_000);
+      expect(server.headersTimeout).toBe(30_000);
+      expect(server.keepAliveTimeout).toBe(75_000);
+      expect(server.maxConnections).toBe(20_000);
+      // Node's check for overdue requests runs every second (its default, 30 s, would allow a minute).
+      expect((server as unknown as { connectionsCheckingInterval: number }).connectionsCheckingInterval).toBe(
+        1_000,
+      );
+      // What clients are told: the agent (60 s) and browsers close before the platform does.
+      const res = await prod.http.get('/healthz');
+      expect(res.headers['keep-alive']).toBe('timeout=75');
+    } finally {
+      await prod.stop();
+    }
+  });
+});
+
+describe('a request must arrive whole in time', () => {
+  it('a body trickled one byte at a time is cut at the limit with a 408, and the connection closed', async () => {
+    const socket = await tlsConnect(tp.port, tp.ca);
+    const watched = watch(socket);
+    socket.write(
+      'POST /v1/device/register HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 200\r\n\r\n{',
+    );
+    let sent = 1;
+    const trickle = setInterval(() => {
+      if (!socket.destroyed) {
+        socket.write(' ');
+        sent++;
+      }
+    }, 250);
+    try {
+      const { afterMs, received } = await watched.closed;
+      // Past the first-request limit (1 s): the cut is the request limit's. (The server's clock for it may start a
+      // little before the client saw its handshake done.)
+      expect(afterMs).toBeGreaterThanOrEqual(LIMITS.requestMs! * 0.75);
+      expect(afterMs).toBeLessThan(LIMITS.requestMs! + SLACK_MS);
+      // It kept sending until the end: the cut is the time limit, not an idle timeout.
+      expect(sent).toBeGreaterThanOrEqual(6);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
+      expect(received).toMatch(/\r\nConnection: close\r\n/i);
+      expect(received).toContain(`Strict-Transport-Security: ${STRICT_TRANSPORT_SECURITY}`);
+      expect(received).toContain('"code":1002');
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+
+  it('a long poll waits past the request limit and answers 200', async () => {
+    const t = await createTenant(tp, 'long-poll');
+    const d = await registerDevice(tp, `SN-LP-${Date.now()}`, t.siteId);
+    const started = performance.now();
+    const res = await tp.http.get('/v1/device/commands?wait=3', { token: d.token });
+    expect(res.status).toBe(200);
+    // It waited its 3 s, beyond the 2-s request limit, and was not cut.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2_900);
+    expect(res.headers['strict-transport-security']).toBe(STRICT_TRANSPORT_SECURITY);
+  });
+
+  it('the stream stays open past every limit and still answers', async () => {
+    const t = await createTenant(tp, 'stream');
+    const ws = new WebSocket(`wss://127.0.0.1:${tp.port}/v1/operator/stream`, {
+      ca: tp.ca,
+      headers: { authorization: `Bearer ${t.token}` },
+    });
+    ws.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    try {
+      await sleep(LIMITS.requestMs! + LIMITS.keepAliveMs! + 500);
+      expect(ws.readyState).toBe(WebSocket.OPEN);
+      const pong = new Promise<unknown>((resolve) =>
+        ws.on('message', (raw) => {
+          const m = JSON.parse(raw.toString()) as { type: string };
+          if (m.type === 'pong') resolve(m);
+        }),
+      );
+      ws.send(JSON.stringify({ type: 'ping' }));
+      await expect(pong).resolves.toMatchObject({ type: 'pong' });
+    } finally {
+      ws.close();
+    }
+  });
+});
+
+describe('a connection must send its first request in time', () => {
+  it('a TLS connection that sends nothing is closed at the limit', async () => {
+    // Timed from before the TCP connect: the limit runs from the accept, the handshake included.
+    const started = performance.now();
+    const socket = await tlsConnect(tp.port, tp.ca);
+    const { received } = await watch(socket).closed;
+    const afterMs = performance.now() - started;
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.firstRequestMs! - 50);
+    expect(afterMs).toBeLessThan(LIMITS.firstRequestMs! + SLACK_MS);
+    expect(received).toBe('');
+  });
+
+  it('a TCP connection that never starts the TLS handshake is closed at the limit', async () => {
+    const socket = await tcpConnect(tp.port);
+    const { afterMs, received } = await watch(socket).closed;
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.firstRequestMs! - 100);
+    expect(afterMs).toBeLessThan(LIMITS.firstRequestMs! + SLACK_MS);
+    expect(received).toBe('');
+  });
+
+  it('a TCP connection that stops half-way through its ClientHello is closed at the limit', async () => {
+    const socket = await tcpConnect(tp.port);
+    const watched = watch(socket);
+    socket.write(Buffer.from('16030100c8010000c40303', 'hex'));
+    const { afterMs } = await watched.closed;
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.firstRequestMs! - 100);
+    expect(afterMs).toBeLessThan(LIMITS.firstRequestMs! + SLACK_MS);
+  });
+
+  it('a connection that sent its first request in time is not cut by that limit', async () => {
+    const socket = await tlsConnect(tp.port, tp.ca);
+    const watched = watch(socket);
+    const res = await exchange(socket, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    expect(res.status).toBe(200);
+    // Past the first-request limit, within keep-alive: still open, and a second request is answered.
+    await sleep(LIMITS.firstRequestMs! + 200);
+    expect(watched.isClosed()).toBe(false);
+    const again = await exchange(socket, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    expect(again.status).toBe(200);
+    socket.destroy();
+  });
+});
+
+describe('keep-alive', () => {
+  it('an idle keep-alive connection is closed after the keep-alive limit, not before', async () => {
+    const socket = await tlsConnect(tp.port, tp.ca);
+    const res = await exchange(socket, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    expect(res.status).toBe(200);
+    expect(res.headers['keep-alive']).toBe('timeout=1');
+    const watched = watch(socket);
+    await sleep(LIMITS.keepAliveMs! / 2);
+    expect(watched.isClosed()).toBe(false);
+    const { afterMs } = await watched.closed;
+    // The server's idle clock starts once it has written the answer, a little before the client has read it.
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.keepAliveMs! - 300);
+    expect(afterMs).toBeLessThan(LIMITS.keepAliveMs! + SLACK_MS);
+  });
+});
+
+describe('slow connections do not hold up the others', () => {
+  it('while slow ones are held open, a charger heartbeats and posts telemetry', async () => {
+    const t = await createTenant(tp, 'busy');
+    const d = await registerDevice(tp, `SN-BUSY-${Date.now()}`, t.siteId);
+    // Slow ones of every kind: a trickled body, a silent TLS connection, a silent TCP connection.
+    const slowBody = await tlsConnect(tp.port, tp.ca);
+    slowBody.write(
+      'POST /v1/device/heartbeat HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 100\r\n\r\n{',
+    );
+    const slow = [watch(slowBody), watch(await tlsConnect(tp.port, tp.ca)), watch(await tcpConnect(tp.port))];
+    const trickle = setInterval(() => slowBody.writable && slowBody.write(' '), 200);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const hb = await tp.http.post('/v1/device/heartbeat', {
+          token: d.token,
+          json: { timestamp: isoNow(), status: 'online', fault_code: 0 },
+        });
+        expect(hb.status).toBe(200);
+        const tel = await tp.http.post('/v1/device/telemetry', {
+          token: d.token,
+          json: { timestamp: isoNow(), connector_id: 1, state: 'charging', power: 7 },
+        });
+        expect(tel.status).toBe(200);
+      }
+      // Those answers came while every slow connection was still open.
+      expect(slow.map((s) => s.isClosed())).toEqual([false, false, false]);
+      await Promise.all(slow.map((s) => s.closed));
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+});
+
+describe('--max-connections', () => {
+  it('with 5 held, a 6th connection is closed at once; when one goes, a new one is served', async () => {
+    const capped = await startTestPlatform({ connections: { maxConnections: 5 }, logLevel: 'warn' });
+    const held: import('node:tls').TLSSocket[] = [];
+    try {
+      for (let i = 0; i < 5; i++) held.push(await tlsConnect(capped.port, capped.ca));
+      const sixth = await tcpConnect(capped.port);
+      const { received } = await watch(sixth).closed;
+      expect(received).toBe('');
+      await expect(tlsConnect(capped.port, capped.ca)).rejects.toThrow();
+      // One warning for both (at most one a minute), naming the option.
+      const warnings = capped.logs.filter((l) => l.includes('--max-connections'));
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, maxConnections: 5 });
+
+      const leaving = held.pop()!;
+      const left = watch(leaving).closed;
+      leaving.destroy();
+      await left;
+      await untilConnections(capped, 4);
+      const fresh = await tlsConnect(capped.port, capped.ca);
+      held.push(fresh);
+      const res = await exchange(fresh, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      expect(res.status).toBe(200);
+      expect(held).toHaveLength(5);
+    } finally {
+      for (const s of held) s.destroy();
+      await capped.stop();
+    }
+  });
+});
+
+describe('Strict-Transport-Security on every answer', () => {
+  it.each([
+    ['a 200', '/healthz', 200],
+    ['a 401', '/v1/operator/devices', 401],
+    ['a 404', '/no/such/path', 404],
+    ['the OpenAPI document', '/v1/openapi.json', 200],
+    ['the dashboard (its redirect)', '/dashboard/', 301],
+    ['the API reference', '/docs', 200],
+    ['a 400 for an undecodable path', '/v1/operator/devices/%E0%A4%A', 400],
+  ])('%s', async (_name, path, status) => {
+    const res = await tp.http.get(path);
+    expect(res.status).toBe(status);
+    expect(res.headers['strict-transport-security']).toBe(STRICT_TRANSPORT_SECURITY);
+  });
+
+  it('a 400 for a request HTTP cannot parse', async () => {
+    const socket = await tlsConnect(tp.port, tp.ca);
+    const res = await exchange(socket, 'NOT HTTP AT ALL\r\n\r\n');
+    expect(res.status).toBe(400);
+    expect(res.headers['strict-transport-security']).toBe(STRICT_TRANSPORT_SECURITY);
+    socket.destroy();
+  });
+});
+
+/** Waits (up to 5 s) until the server counts `n` connections. */
+async function untilConnections(platform: TestPlatform, n: number): Promise<void> {
+  const server = platform.platform.app.server;
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const count = await new Promise<number>((resolve, reject) =>
+      server.getConnections((err, c) => (err ? reject(err) : resolve(c))),
+    );
+    if (count === n) return;
+    if (Date.now() > deadline) throw new Error(`the server holds ${count} connections, not ${n}`);
+    await sleep(20);
+  }
+}
+
+describe('serve --max-connections and --proxy-protocol (the built CLI)', () => {
+  const dirs = tempDirs('cp-conn-serve-');
+  afterAll(() => dirs.removeAll());
+
+  it.each([
+    ['0', 'must be between 1 and 1000000'],
+    ['-5', 'must be a whole number'],
+    ['1.5', 'must be a whole number'],
+    ['many', 'must be a whole number'],
+  ])('--max-connections %s is refused with a sentence naming it', async (value, why) => {
+    const dir = join(await dirs.make(), 'never-created');
+    const res = await runCli(['serve', '--data-dir', dir, '--self-signed', '--max-connections', value]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('--max-connections');
+    expect(res.stderr).toContain(why);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('passes both to the server: 2 connections held, a 3rd closed at once; PROXY v2 headers expected', async () => {
+    const dir = await dirs.make();
+    const s = await spawnServe([
+      '--data-dir',
+      dir,
+      '--self-signed',
+      '--max-connections',
+      '2',
+      '--proxy-protocol',
+    ]);
+    const ca = await readFile(s.certPath, 'utf8');
+    try {
+      const held = [await tcpConnect(s.port), await tcpConnect(s.port)];
+      const third = watch(await tcpConnect(s.port));
+      const { afterMs, received } = await third.closed;
+      expect(received).toBe('');
+      expect(afterMs).toBeLessThan(1_000);
+      for (const h of held) h.destroy();
+      // With a slot free again: TLS without a PROXY header is refused, with one it is served.
+      await sleep(200);
+      await expect(tlsConnect(s.port, ca)).rejects.toThrow();
+      const raw = await tcpConnect(s.port);
+      raw.write(
+        Buffer.concat([
+          PROXY_V2_SIGNATURE,
+          Buffer.from([0x20, 0x00, 0x00, 0x00]), // LOCAL, no addresses
+        ]),
+      );
+      const socket = await tlsConnect(s.port, ca, { socket: raw });
+      const res = await exchange(socket, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      expect(res.status).toBe(200);
+      expect(res.headers['strict-transport-security']).toBe(STRICT_TRANSPORT_SECURITY);
+      socket.destroy();
+    } finally {
+      await s.stop();
+    }
+  });
+});
