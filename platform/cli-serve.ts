@@ -145,7 +145,11 @@ export function addServeCommand(program: Command): void {
         selfSigned: o.selfSigned,
         registration: o.registration,
         tokenTtl: o.tokenTtl,
-        addressLimit: o.addressLimit,
+        // The sandbox's own fleet registers from this host: left at its default, the address budget grows with it.
+        addressLimit:
+          command.getOptionValueSource('addressLimit') === 'default'
+            ? Math.max(o.addressLimit, 3 * simChargers)
+            : o.addressLimit,
         logLevel,
         corsOrigins: o.corsOrigin,
         metricsHost: o.metricsHost,
