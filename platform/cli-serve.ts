@@ -145,11 +145,11 @@ export function addServeCommand(program: Command): void {
         selfSigned: o.selfSigned,
         registration: o.registration,
         tokenTtl: o.tokenTtl,
-        // The sandbox's own fleet registers from this host: left at its default, the address budget grows with it.
-        addressLimit:
-          command.getOptionValueSource('addressLimit') === 'default'
-            ? Math.max(o.addressLimit, 3 * simChargers)
-            : o.addressLimit,
+        addressLimit: addressLimitFor(
+          o.addressLimit,
+          command.getOptionValueSource('addressLimit') !== 'default',
+          simChargers,
+        ),
         logLevel,
         corsOrigins: o.corsOrigin,
         metricsHost: o.metricsHost,
@@ -204,6 +204,14 @@ export function addServeCommand(program: Command): void {
  * default on one of several instances (`--redis`), which would each run the same chargers: give it to one of
  * them. Production refuses the option whatever its value, before anything is written.
  */
+/**
+ * The sandbox's own fleet registers from this host: an address budget left at its default grows to 3 requests a
+ * charger (a registration, a token and a retry), so `--sim-chargers 1000` is not throttled by its own platform.
+ */
+export function addressLimitFor(limit: number, chosen: boolean, simChargers: number): number {
+  return chosen ? limit : Math.max(limit, 3 * simChargers);
+}
+
 function simulatedChargers(o: { env: string; simChargers?: number; redis?: string }): number {
   if (o.env !== 'sandbox') {
     if (o.simChargers !== undefined)
