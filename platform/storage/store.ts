@@ -13,6 +13,7 @@ import type {
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
+import type { EnrolmentRepository } from './enrolment-repository.js';
 import type { WebhookRepository } from './webhook-repository.js';
 
 export interface OperatorRow {
@@ -348,6 +349,7 @@ export interface DeviceHistoryRepository {
 }
 
 export type { DeviceSecretRepository, SecretRotationOutcome } from './device-secret-repository.js';
+export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
 export type {
   AttemptRecord,
   DeliveryRow,
@@ -393,4 +395,5 @@ export type Store = OperatorDirectory &
   EnergyRepository &
   DeviceHistoryRepository &
   WebhookRepository &
+  EnrolmentRepository &
   Maintenance;

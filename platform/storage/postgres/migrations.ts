@@ -260,4 +260,19 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE devices ADD COLUMN pending_since_ms BIGINT;
   CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
   `,
+  // Enrolment groups (DESIGN.md §18, storage/enrolment-repository.ts): an OEM's CA whose certificates let
+  // chargers register under `--registration attested`. At most one active group per CA.
+  `
+  CREATE TABLE enrolment_groups (
+    enrolment_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    site_id TEXT REFERENCES sites(site_id),
+    name TEXT NOT NULL,
+    ca_pem TEXT NOT NULL,
+    ca_fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ms BIGINT NOT NULL
+  );
+  CREATE UNIQUE INDEX enrolment_groups_active_ca ON enrolment_groups(ca_fingerprint) WHERE status = 'active';
+  `,
 ];
