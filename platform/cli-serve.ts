@@ -47,8 +47,8 @@ export function addServeCommand(program: Command): void {
     .addOption(
       new Option(
         '--registration <policy>',
-        'charger registration policy (default: open in sandbox, allowlist in production)',
-      ).choices(['open', 'allowlist']),
+        'charger registration policy (default: open in sandbox, allowlist in production); attested: a client certificate from an enrolment group (charger-platform enrolments)',
+      ).choices(['open', 'allowlist', 'attested']),
     )
     .option('--token-ttl <seconds>', 'access token lifetime', integer(1, 30 * 86_400), 86_400)
     .addOption(

@@ -9,6 +9,7 @@ import { API_VERSION, ErrorCode, type ErrorResponse, MAX_BODY_BYTES } from '../s
 import { ApiError } from './api-error.js';
 import { registerApiReference } from './api-reference-page.js';
 import { createTokenService } from './auth/access-tokens.js';
+import { clientCertificateRequest } from './auth/client-certificate.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
 import type { PlatformContext, PlatformOptions } from './context.js';
@@ -99,7 +100,12 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   const now = opts.now ?? Date.now;
   const instanceId = opts.instanceId ?? defaultInstanceId();
   const app = Fastify({
-    https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' },
+    https: {
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      minVersion: 'TLSv1.2',
+      ...clientCertificateRequest(opts),
+    },
     bodyLimit: MAX_BODY_BYTES,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',

@@ -28,6 +28,7 @@ import { errors } from '../api-error.js';
 import { tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, enforceRateLimit, route } from '../route-spec.js';
+import { registrationPolicy } from '../services/attested-registration.js';
 
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -47,13 +48,11 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       response: Registration,
       // Throttled in the handler, per serial number.
       errors: [403, 409, 429],
-      handler: async ({ body, reply }) => {
+      handler: async ({ body, reply, request }) => {
         // Not in the spec's table; throttled per serial number like other charger reporting.
         await enforceRateLimit(ctx, 'deviceReporting', `register:${body.sn}`, reply);
-        const outcome = await ctx.store.registerDevice(body, {
-          registration: ctx.options.registration,
-          defaultSiteId: ctx.options.defaultSiteId,
-        });
+        const policy = await registrationPolicy(ctx, body.sn, request.raw.socket);
+        const outcome = await ctx.store.registerDevice(body, policy);
         if (outcome.kind === 'not_allowed')
           throw errors.forbidden('Serial number is not on the registration allowlist');
         if (outcome.kind === 'already_registered') {

@@ -11,6 +11,7 @@ import type {
   TelemetryRecord,
 } from '../../shared/index.js';
 import type { EnergyBucket } from '../domain/energy.js';
+import type { RegistrationPolicy } from '../domain/registration.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
@@ -205,9 +206,17 @@ export interface OperatorDirectory {
 /** Chargers: registration, tenancy, sites, secrets. */
 export interface DeviceRepository {
   allowSerial(sn: string): Promise<void>;
+  /**
+   * Registers under `policy` (domain/registration.ts). `enrolment`: the group that vouched for the charger's
+   * certificate under `attested` (decided before, domain/attestation.ts); its site goes in `defaultSiteId`.
+   */
   registerDevice(
     input: RegisterInput,
-    policy: { registration: 'open' | 'allowlist'; defaultSiteId?: string | undefined },
+    policy: {
+      registration: RegistrationPolicy;
+      defaultSiteId?: string | undefined;
+      enrolment?: { enrolment_id: string } | undefined;
+    },
   ): Promise<RegistrationOutcome>;
   getDevice(deviceId: string): Promise<DeviceRow | undefined>;
   /** The device only if it is in a site of one of these operators (tenancy, DESIGN.md §2). */
