@@ -25,6 +25,7 @@ import { DEFAULT_TELEMETRY_INTERVALS } from '../../agent/core/telemetry.js';
 import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { createSeededRandom, randomSeed } from '../seeded-random.js';
 import { createSimulatedHal, type SimulatedHal, type SimulatedHalOptions } from '../simulated-hal.js';
+import { chargerCertificate, checkEnrolmentCa, type EnrolmentCa } from './charger-certificates.js';
 import { type ChargerLink, type ChargerLinkState, createChargerLink } from './charger-link.js';
 import {
   type ChargerPlan,
@@ -61,6 +62,11 @@ export interface FleetOptions {
   platformUrl: string;
   /** PEM of the CA that signed the platform's certificate; the system CAs otherwise. */
   ca?: string;
+  /**
+   * Attested registration (DESIGN.md §18): each charger gets a certificate for its serial signed by this CA
+   * (`charger-certificates.ts`) and presents it on every connection, through connections of its own.
+   */
+  enrolmentCa?: EnrolmentCa;
   count: number;
   /** Stop by itself after this long; otherwise run until `stop()`. */
   durationMs?: number;
@@ -296,6 +302,13 @@ export function checkOptions(options: FleetOptions): void {
     throw new FleetOptionsError('--platform-url must be https:// (the platform serves HTTPS only)');
   if (!Number.isInteger(options.count) || options.count < 1)
     throw new FleetOptionsError('--count must be a whole number ≥ 1');
+  if (options.enrolmentCa) {
+    try {
+      checkEnrolmentCa(options.enrolmentCa);
+    } catch (error) {
+      throw new FleetOptionsError(`--enrolment-ca-cert, --enrolment-ca-key: ${(error as Error).message}`);
+    }
+  }
   for (const [name, value] of [
     ['--duration', options.durationMs],
     ['--ramp', options.rampMs],
@@ -487,6 +500,36 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     pollConnections.add(client);
     return client;
   };
+  // With an enrolment CA, each charger's connections carry its own client certificate: a pool of its own.
+  const enrolment = options.enrolmentCa && {
+    ca: options.enrolmentCa,
+    keyType: checkEnrolmentCa(options.enrolmentCa).keyType,
+    pools: new Set<Agent>(),
+  };
+  async function ownConnections(sn: string) {
+    if (!enrolment) return undefined;
+    const identity = await chargerCertificate(sn, enrolment.ca, enrolment.keyType);
+    const own = {
+      secureContext: createSecureContext({
+        ...(options.ca !== undefined ? { ca: options.ca } : {}),
+        ...identity,
+      }),
+    };
+    const chargerPool = new Agent({ connect: own, keepAliveTimeout: 60_000, connections: 2, pipelining: 1 });
+    chargerPool.on('connect', () => {
+      opened.requests += 1;
+    });
+    enrolment.pools.add(chargerPool);
+    const poll = () => {
+      const client = new Client(platformOrigin, { connect: own, keepAliveTimeout: 60_000, pipelining: 1 });
+      client.on('connect', () => {
+        opened.polls += 1;
+      });
+      pollConnections.add(client);
+      return client;
+    };
+    return { pool: chargerPool, poll };
+  }
   const wheel = createTickWheel();
   const states: ChargerState[] = plans.map((plan) => ({ plan, out: false }));
   const outageStates = states.filter((s) => s.plan.outage);
@@ -509,7 +552,14 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   async function launch(state: ChargerState): Promise<void> {
     const { plan } = state;
     started += 1;
-    const link = createChargerLink(pool, pollConnection, state, stats);
+    let own: Awaited<ReturnType<typeof ownConnections>>;
+    try {
+      own = await ownConnections(plan.sn);
+    } catch (error) {
+      stats.error('start_failed', `${plan.sn}: no charger certificate: ${(error as Error).message}`);
+      return;
+    }
+    const link = createChargerLink(own?.pool ?? pool, own?.poll ?? pollConnection, state, stats);
     state.link = link;
     const hal = createSimulatedHal({
       // The physics tick at the sampling cadence: readings and commands bring the simulation up to date
@@ -741,6 +791,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     }
     // Every agent has stopped: nothing is in flight. (`close()` would reconnect idle clients on its way out.)
     await pool.destroy().catch(() => undefined);
+    await Promise.all([...(enrolment?.pools ?? [])].map((p) => p.destroy().catch(() => undefined)));
     wheel.close();
 
     const summary: FleetSummary = {

@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
@@ -7,7 +8,10 @@ import type { TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EnrolmentRow } from '../../platform/storage/store.js';
+import { type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
+import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { type IssueOptions, issue, makeCa, opensslTime, type Pem } from '../helpers/certificates.js';
+import { expectCleanStop } from '../helpers/fleet.js';
 import { createTenant, type HttpResult, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -284,3 +288,131 @@ function httpsPost(
     req.end(json === undefined ? undefined : JSON.stringify(json));
   });
 }
+
+describe('real agents (the built charger-agent, as processes)', () => {
+  const agents: AgentRunProcess[] = [];
+  let tmp: ReturnType<typeof tempDir>;
+  let platformCa: string;
+  beforeAll(() => {
+    tmp = tempDir('attest-agents-');
+    platformCa = join(tmp.dir, 'platform-ca.pem');
+    writeFileSync(platformCa, tp.ca);
+  });
+  afterAll(async () => {
+    for (const a of agents) a.child.kill('SIGKILL');
+    await Promise.all(agents.map((a) => a.exited));
+    tmp?.remove();
+  });
+
+  function startAgent(sn: string, extra: string[]): AgentRunProcess {
+    const agent = spawnAgentRun([
+      '--data-dir',
+      join(tmp.dir, sn),
+      '--platform-url',
+      tp.url,
+      '--ca',
+      platformCa,
+      '--sn',
+      sn,
+      '--connectors',
+      '1',
+      ...extra,
+    ]);
+    agents.push(agent);
+    return agent;
+  }
+
+  it('enrol zero-touch into the group’s site and come online for its operator', async () => {
+    const fleet = [
+      { sn: 'SN-AGENT-1', cert: await leaf(ca.oem, 'SN-AGENT-1') },
+      { sn: 'SN-AGENT-2', cert: await leaf(ca.oem, 'agent', { uris: ['urn:charger:sn:SN-AGENT-2'] }) },
+      { sn: 'SN-AGENT-3', cert: await leaf(ca.intermediate, 'SN-AGENT-3'), chain: ca.intermediate.cert },
+    ];
+    for (const { sn, cert, chain } of fleet) {
+      const certFile = join(tmp.dir, `${sn}.pem`);
+      writeFileSync(certFile, cert.cert + (chain ?? ''));
+      startAgent(sn, ['--client-cert', certFile, '--client-key', cert.keyPath]);
+    }
+    const online = await waitFor(
+      async () =>
+        (
+          await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&status=online&size=100`, {
+            token: tenant.token,
+          })
+        ).body?.data?.items as Array<{ sn: string }> | undefined,
+      (items) => fleet.every(({ sn }) => items?.some((d) => d.sn === sn)),
+      20_000,
+      200,
+    );
+    expect(online?.map((d) => d.sn)).toEqual(expect.arrayContaining(fleet.map((f) => f.sn)));
+    for (const a of agents) expect(a.child.exitCode, a.stderr()).toBeNull();
+  });
+
+  it('without a certificate: exit 3, telling the technician what the platform wants', async () => {
+    const agent = startAgent('SN-AGENT-BARE', []);
+    expect((await agent.exited).code).toBe(3);
+    const fatal = agent.lines().find((l) => l.level === 60);
+    expect(fatal?.msg).toMatch(/needs a TLS client certificate/);
+    expect(fatal?.hint).toMatch(/--client-cert FILE --client-key FILE/);
+  });
+
+  it('a missing certificate file, or a key of another certificate: exit 2 at start', async () => {
+    const cert = await leaf(ca.oem, 'SN-AGENT-X');
+    const otherCert = await leaf(ca.oem, 'SN-AGENT-Y');
+    const missing = startAgent('SN-AGENT-X', [
+      '--client-cert',
+      join(tmp.dir, 'nope.pem'),
+      '--client-key',
+      cert.keyPath,
+    ]);
+    expect((await missing.exited).code).toBe(2);
+    expect(missing.stderr()).toContain(`cannot read --client-cert ${join(tmp.dir, 'nope.pem')}: ENOENT`);
+    const mismatched = startAgent('SN-AGENT-X', [
+      '--client-cert',
+      cert.certPath,
+      '--client-key',
+      otherCert.keyPath,
+    ]);
+    expect((await mismatched.exited).code).toBe(2);
+    expect(mismatched.stderr()).toContain('are not a PEM certificate and its key');
+    const alone = startAgent('SN-AGENT-X', ['--client-cert', cert.certPath]);
+    expect((await alone.exited).code).toBe(2);
+    expect(alone.stderr()).toContain('--client-cert and --client-key go together');
+  });
+});
+
+describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolment-ca-cert/--enrolment-ca-key)', () => {
+  it('makes each charger a certificate for its serial; all enrol zero-touch into the site and come online', async () => {
+    const COUNT = 6;
+    const SEED = 4242;
+    const fleet = await runFleet({
+      platformUrl: tp.url,
+      ca: tp.ca,
+      enrolmentCa: { cert: ca.oem.cert, key: ca.oem.key },
+      count: COUNT,
+      seed: SEED,
+      rampMs: 500,
+      outageShare: 0,
+      heartbeatIntervalMs: 2_000,
+      tuning: { pollWaitSeconds: 2 },
+    });
+    let summary: FleetSummary | undefined;
+    try {
+      const online = await waitFor(
+        async () =>
+          (
+            await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&status=online&size=100`, {
+              token: tenant.token,
+            })
+          ).body?.data?.items as Array<{ sn: string }> | undefined,
+        (items) => (items?.filter((d) => d.sn.startsWith(`SIM-${SEED}-`)).length ?? 0) === COUNT,
+        30_000,
+        200,
+      );
+      expect(online?.filter((d) => d.sn.startsWith(`SIM-${SEED}-`))).toHaveLength(COUNT);
+    } finally {
+      summary = await fleet.stop();
+    }
+    expectCleanStop(summary, COUNT);
+  });
+});
