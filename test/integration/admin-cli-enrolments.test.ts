@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issue, makeCa, type Pem } from '../helpers/certificates.js';
-import { runCli, runCliJson, tempDirs } from '../helpers/cli.js';
+import { runCli, runCliJson, type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
 
 /**
  * `charger-platform enrolments add|list|revoke` (DESIGN.md §18), run as the built program on a temporary data
@@ -166,3 +168,67 @@ async function writeText(name: string, text: string): Promise<string> {
   await writeFile(path, text);
   return path;
 }
+
+/** `openssl s_client` over TLS 1.2: whether the server's handshake asked for a client certificate. */
+async function asksForClientCertificate(port: number): Promise<boolean> {
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn(
+      'openssl',
+      ['s_client', '-tls1_2', '-connect', `127.0.0.1:${port}`, '-servername', 'localhost'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let text = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      text += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', () => resolve(text));
+  });
+  expect(out).toContain('Verify return code');
+  // Printed only from a CertificateRequest.
+  return out.includes('Client Certificate Types:');
+}
+
+describe('serve --registration attested, with enrolments changed while it runs', () => {
+  let serve: ServeProcess | undefined;
+  afterAll(async () => {
+    await serve?.stop();
+  });
+
+  it('asks for a client certificate only in attested mode', async () => {
+    const plain = await spawnServe(['--data-dir', await dirs.make(), '--self-signed']);
+    try {
+      expect(await asksForClientCertificate(plain.port)).toBe(false);
+    } finally {
+      await plain.stop();
+    }
+    serve = await spawnServe(['--data-dir', dir, '--self-signed', '--registration', 'attested']);
+    expect(await asksForClientCertificate(serve.port)).toBe(true);
+  });
+
+  it('registers a charger of an enrolled CA into the group’s site; once revoked, the CA registers none', async () => {
+    if (!serve) throw new Error('serve did not start');
+    const platformCa = await readFile(serve.certPath, 'utf8');
+    const register = async (sn: string, identity: Pem) => {
+      const dispatcher = new Agent({ connect: { ca: platformCa, cert: identity.cert, key: identity.key } });
+      try {
+        const res = await request(`${serve!.url}/v1/device/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ sn, model: 'AC22', manufacturer: 'Acme', firmware_version: '1.0.0' }),
+          dispatcher,
+        });
+        return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+      } finally {
+        await dispatcher.close();
+      }
+    };
+    const first = await register('SN-SERVE-1', await issue(pki, oem, { cn: 'SN-SERVE-1' }));
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+
+    expect((await cli('enrolments', 'revoke', '--enrolment', groupA)).code).toBe(0);
+    const second = await register('SN-SERVE-2', await issue(pki, oem, { cn: 'SN-SERVE-2' }));
+    expect(second.status).toBe(403);
+    expect(second.body).toMatchObject({ code: 2003 });
+  });
+});
