@@ -74,3 +74,43 @@ describe.each(BACKENDS)('enrolment repository on %s', (backend) => {
     expect(await store.revokeEnrolment('enr_missing')).toBe(false);
   });
 });
+
+describe.each(BACKENDS)('registration under attested on %s', (backend) => {
+  let ts: TestStore;
+  let store: Store;
+  beforeEach(async () => {
+    ts = await openTestStore(backend, { now: () => T0 });
+    store = ts.store;
+  });
+  afterEach(async () => {
+    await ts.close();
+  });
+  const charger = (sn: string) => ({ sn, model: 'M1', manufacturer: 'Acme', firmware_version: '1.0.0' });
+
+  it('registers only with an enrolment vouching for it, into the site given, whatever the allowlist says', async () => {
+    const op = await store.createOperator('A');
+    const site = await store.createSite({ operator_id: op.operator_id, name: 'Depot', timezone: 'UTC' });
+    await store.allowSerial('SN-ALLOWED');
+    // The allowlist is no credential here.
+    expect(await store.registerDevice(charger('SN-ALLOWED'), { registration: 'attested' })).toEqual({
+      kind: 'not_allowed',
+    });
+    const policy = {
+      registration: 'attested' as const,
+      defaultSiteId: site.site_id,
+      enrolment: { enrolment_id: 'enr_1' },
+    };
+    const first = await store.registerDevice(charger('SN-1'), policy);
+    expect(first).toMatchObject({ kind: 'registered', device: { sn: 'SN-1', site_id: site.site_id } });
+    expect(await store.registerDevice(charger('SN-1'), policy)).toEqual({ kind: 'already_registered' });
+    if (first.kind !== 'registered') throw new Error('not registered');
+
+    // After a reset: the serial alone does not register it again; with the enrolment it keeps its device id.
+    await store.resetDevice(first.device.device_id);
+    expect(await store.registerDevice(charger('SN-1'), { registration: 'attested' })).toEqual({
+      kind: 'not_allowed',
+    });
+    const again = await store.registerDevice(charger('SN-1'), policy);
+    expect(again).toMatchObject({ kind: 'registered', device: { device_id: first.device.device_id } });
+  });
+});
