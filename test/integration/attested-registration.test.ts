@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import type { EnrolmentRow } from '../../platform/storage/store.js';
 import { type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
 import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { type IssueOptions, issue, makeCa, opensslTime, type Pem } from '../helpers/certificates.js';
+import { REPO_ROOT, runCli } from '../helpers/cli.js';
 import { expectCleanStop } from '../helpers/fleet.js';
 import { createTenant, type HttpResult, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
@@ -382,6 +383,12 @@ describe('real agents (the built charger-agent, as processes)', () => {
 });
 
 describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolment-ca-cert/--enrolment-ca-key)', () => {
+  let platformCaFile: string;
+  beforeAll(async () => {
+    platformCaFile = join(pkiDir, 'platform-ca.pem');
+    await writeFile(platformCaFile, tp.ca);
+  });
+
   it('makes each charger a certificate for its serial; all enrol zero-touch into the site and come online', async () => {
     const COUNT = 6;
     const SEED = 4242;
@@ -415,4 +422,64 @@ describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolmen
     }
     expectCleanStop(summary, COUNT);
   });
+
+  it('runs as the built command with the two flags, in worker threads too; refuses them apart or with a non-CA', async () => {
+    const sim = (args: string[]) =>
+      runCli(['fleet', '--platform-url', tp.url, '--ca', platformCaFile, ...args], {
+        script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'),
+        timeoutMs: 40_000,
+      });
+    const res = await sim([
+      '--enrolment-ca-cert',
+      ca.oem.certPath,
+      '--enrolment-ca-key',
+      ca.oem.keyPath,
+      '--count',
+      '4',
+      '--workers',
+      '2',
+      '--seed',
+      '4343',
+      '--duration',
+      '4',
+      '--ramp',
+      '0.5',
+      '--outage-share',
+      '0',
+      '--json',
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ registered: 4, errors: 0 });
+    const inSite = await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&size=100`, {
+      token: tenant.token,
+    });
+    expect(inSite.body.data.items.filter((d: { sn: string }) => d.sn.startsWith('SIM-4343-'))).toHaveLength(
+      4,
+    );
+
+    const alone = await sim(['--enrolment-ca-cert', ca.oem.certPath, '--count', '1']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('--enrolment-ca-cert and --enrolment-ca-key go together');
+    const charger = await leaf(ca.oem, 'SN-NOT-A-CA');
+    const notCa = await sim([
+      '--enrolment-ca-cert',
+      charger.certPath,
+      '--enrolment-ca-key',
+      charger.keyPath,
+      '--count',
+      '1',
+    ]);
+    expect(notCa.code).toBe(2);
+    expect(notCa.stderr).toContain('is not a CA');
+    const wrongKey = await sim([
+      '--enrolment-ca-cert',
+      ca.oem.certPath,
+      '--enrolment-ca-key',
+      ca.oem2.keyPath,
+      '--count',
+      '1',
+    ]);
+    expect(wrongKey.code).toBe(2);
+    expect(wrongKey.stderr).toContain('not the key of its certificate');
+  }, 90_000);
 });
