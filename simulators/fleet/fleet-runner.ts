@@ -25,7 +25,8 @@ import { DEFAULT_TELEMETRY_INTERVALS } from '../../agent/core/telemetry.js';
 import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { createSeededRandom, randomSeed } from '../seeded-random.js';
 import { createSimulatedHal, type SimulatedHal, type SimulatedHalOptions } from '../simulated-hal.js';
-import { chargerCertificate, checkEnrolmentCa, type EnrolmentCa } from './charger-certificates.js';
+import { type AttestedConnections, createAttestedConnections } from './attested-connections.js';
+import { checkEnrolmentCa, type EnrolmentCa } from './charger-certificates.js';
 import { type ChargerLink, type ChargerLinkState, createChargerLink } from './charger-link.js';
 import {
   type ChargerPlan,
@@ -500,36 +501,23 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     pollConnections.add(client);
     return client;
   };
-  // With an enrolment CA, each charger's connections carry its own client certificate: a pool of its own.
-  const enrolment = options.enrolmentCa && {
-    ca: options.enrolmentCa,
-    keyType: checkEnrolmentCa(options.enrolmentCa).keyType,
-    pools: new Set<Agent>(),
-  };
-  async function ownConnections(sn: string) {
-    if (!enrolment) return undefined;
-    const identity = await chargerCertificate(sn, enrolment.ca, enrolment.keyType);
-    const own = {
-      secureContext: createSecureContext({
-        ...(options.ca !== undefined ? { ca: options.ca } : {}),
-        ...identity,
-      }),
-    };
-    const chargerPool = new Agent({ connect: own, keepAliveTimeout: 60_000, connections: 2, pipelining: 1 });
-    chargerPool.on('connect', () => {
-      opened.requests += 1;
+  // With an enrolment CA, each charger's connections carry its own client certificate.
+  const attested =
+    options.enrolmentCa &&
+    createAttestedConnections({
+      enrolmentCa: options.enrolmentCa,
+      platformCa: options.ca,
+      origin: platformOrigin,
+      onRequestConnect: () => {
+        opened.requests += 1;
+      },
+      onPollConnection: (client) => {
+        client.on('connect', () => {
+          opened.polls += 1;
+        });
+        pollConnections.add(client);
+      },
     });
-    enrolment.pools.add(chargerPool);
-    const poll = () => {
-      const client = new Client(platformOrigin, { connect: own, keepAliveTimeout: 60_000, pipelining: 1 });
-      client.on('connect', () => {
-        opened.polls += 1;
-      });
-      pollConnections.add(client);
-      return client;
-    };
-    return { pool: chargerPool, poll };
-  }
   const wheel = createTickWheel();
   const states: ChargerState[] = plans.map((plan) => ({ plan, out: false }));
   const outageStates = states.filter((s) => s.plan.outage);
@@ -552,9 +540,9 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   async function launch(state: ChargerState): Promise<void> {
     const { plan } = state;
     started += 1;
-    let own: Awaited<ReturnType<typeof ownConnections>>;
+    let own: Awaited<ReturnType<AttestedConnections['forCharger']>> | undefined;
     try {
-      own = await ownConnections(plan.sn);
+      own = await attested?.forCharger(plan.sn);
     } catch (error) {
       stats.error('start_failed', `${plan.sn}: no charger certificate: ${(error as Error).message}`);
       return;
@@ -791,7 +779,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     }
     // Every agent has stopped: nothing is in flight. (`close()` would reconnect idle clients on its way out.)
     await pool.destroy().catch(() => undefined);
-    await Promise.all([...(enrolment?.pools ?? [])].map((p) => p.destroy().catch(() => undefined)));
+    await attested?.close();
     wheel.close();
 
     const summary: FleetSummary = {

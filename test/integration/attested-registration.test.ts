@@ -1,69 +1,38 @@
-import { X509Certificate } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EnrolmentRow } from '../../platform/storage/store.js';
-import { type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
-import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
-import { type IssueOptions, issue, makeCa, opensslTime, type Pem } from '../helpers/certificates.js';
-import { REPO_ROOT, runCli } from '../helpers/cli.js';
-import { expectCleanStop } from '../helpers/fleet.js';
-import { createTenant, type HttpResult, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import {
+  type AttestedCas,
+  type AttestedPlatform,
+  startAttestedPlatform,
+} from '../helpers/attested-platform.js';
+import { opensslTime } from '../helpers/certificates.js';
+import type { HttpResult, TestPlatform } from '../helpers/platform.js';
 
 /**
  * Attested registration (DESIGN.md §18) over real HTTPS on loopback: the platform asks every connection for a
  * client certificate, and `POST /v1/device/register` takes a serial only with a certificate that names it and
- * chains to an active enrolment group's CA. Certificates are made by the real `openssl`.
+ * chains to an active enrolment group's CA. Certificates are made by the real `openssl`
+ * (`helpers/attested-platform.ts`); real agents and the simulated fleet: attested-agents.test.ts.
  */
 const DAY = 86_400_000;
 
+let setup: AttestedPlatform;
 let tp: TestPlatform;
-let pkiDir: string;
-let tenant: Awaited<ReturnType<typeof createTenant>>;
-let other: Awaited<ReturnType<typeof createTenant>>;
-let depot: EnrolmentRow;
-let noSite: EnrolmentRow;
-const ca = {} as Record<'oem' | 'oem2' | 'untrusted' | 'revoked' | 'flat' | 'intermediate', Pem>;
-
-async function enrol(operatorId: string, siteId: string | null, pem: Pem, name: string) {
-  const created = await tp.store.createEnrolment({
-    operator_id: operatorId,
-    site_id: siteId,
-    name,
-    ca_pem: pem.cert,
-    ca_fingerprint: new X509Certificate(pem.cert).fingerprint256,
-  });
-  if (created === 'duplicate_ca') throw new Error('duplicate CA');
-  return created;
-}
+let tenant: AttestedPlatform['tenant'];
+let ca: AttestedCas;
+let other: AttestedPlatform['other'];
+let depot: AttestedPlatform['depot'];
+let noSite: AttestedPlatform['noSite'];
 
 beforeAll(async () => {
-  pkiDir = await mkdtemp(join(tmpdir(), 'attest-int-'));
-  tp = await startTestPlatform({ registration: 'attested' });
-  tenant = await createTenant(tp, 'Depot operator');
-  other = await createTenant(tp, 'Someone else');
-  ca.oem = await makeCa(pkiDir, 'oem-ca');
-  ca.oem2 = await makeCa(pkiDir, 'oem2-ca');
-  ca.untrusted = await makeCa(pkiDir, 'untrusted-ca');
-  ca.revoked = await makeCa(pkiDir, 'revoked-ca');
-  // A self-signed certificate with CA:FALSE that somebody enrolled anyway (the CLI refuses it; storage may not).
-  ca.flat = await makeCa(pkiDir, 'flat-ca', { ca: false });
-  ca.intermediate = await issue(pkiDir, ca.oem, { cn: 'OEM factory 3', ca: true });
-  depot = await enrol(tenant.operatorId, tenant.siteId, ca.oem, 'depot chargers');
-  noSite = await enrol(tenant.operatorId, null, ca.oem2, 'loose chargers');
-  const revoked = await enrol(tenant.operatorId, tenant.siteId, ca.revoked, 'recalled batch');
-  await tp.store.revokeEnrolment(revoked.enrolment_id);
-  await enrol(tenant.operatorId, tenant.siteId, ca.flat, 'flat');
+  setup = await startAttestedPlatform();
+  ({ tp, tenant, other, ca, depot, noSite } = setup);
 }, 60_000);
 
 afterAll(async () => {
-  await tp?.stop();
-  await rm(pkiDir, { recursive: true, force: true });
+  await setup?.stop();
 });
 
 /** A charger's HTTPS client presenting `identity` (leaf, then any intermediates) on every connection. */
@@ -93,8 +62,7 @@ async function registerWith(sn: string, identity?: { cert: string; key: string }
   }
 }
 
-const leaf = (issuer: Pem, cn: string, extra: Omit<IssueOptions, 'cn'> = {}) =>
-  issue(pkiDir, issuer, { cn, ...extra });
+const leaf: AttestedPlatform['leaf'] = (...args) => setup.leaf(...args);
 
 function expectRefused(res: HttpResult, message: string) {
   expect(res.status, res.text).toBe(403);
@@ -289,197 +257,3 @@ function httpsPost(
     req.end(json === undefined ? undefined : JSON.stringify(json));
   });
 }
-
-describe('real agents (the built charger-agent, as processes)', () => {
-  const agents: AgentRunProcess[] = [];
-  let tmp: ReturnType<typeof tempDir>;
-  let platformCa: string;
-  beforeAll(() => {
-    tmp = tempDir('attest-agents-');
-    platformCa = join(tmp.dir, 'platform-ca.pem');
-    writeFileSync(platformCa, tp.ca);
-  });
-  afterAll(async () => {
-    for (const a of agents) a.child.kill('SIGKILL');
-    await Promise.all(agents.map((a) => a.exited));
-    tmp?.remove();
-  });
-
-  function startAgent(sn: string, extra: string[]): AgentRunProcess {
-    const agent = spawnAgentRun([
-      '--data-dir',
-      join(tmp.dir, sn),
-      '--platform-url',
-      tp.url,
-      '--ca',
-      platformCa,
-      '--sn',
-      sn,
-      '--connectors',
-      '1',
-      ...extra,
-    ]);
-    agents.push(agent);
-    return agent;
-  }
-
-  it('enrol zero-touch into the group’s site and come online for its operator', async () => {
-    const fleet = [
-      { sn: 'SN-AGENT-1', cert: await leaf(ca.oem, 'SN-AGENT-1') },
-      { sn: 'SN-AGENT-2', cert: await leaf(ca.oem, 'agent', { uris: ['urn:charger:sn:SN-AGENT-2'] }) },
-      { sn: 'SN-AGENT-3', cert: await leaf(ca.intermediate, 'SN-AGENT-3'), chain: ca.intermediate.cert },
-    ];
-    for (const { sn, cert, chain } of fleet) {
-      const certFile = join(tmp.dir, `${sn}.pem`);
-      writeFileSync(certFile, cert.cert + (chain ?? ''));
-      startAgent(sn, ['--client-cert', certFile, '--client-key', cert.keyPath]);
-    }
-    const online = await waitFor(
-      async () =>
-        (
-          await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&status=online&size=100`, {
-            token: tenant.token,
-          })
-        ).body?.data?.items as Array<{ sn: string }> | undefined,
-      (items) => fleet.every(({ sn }) => items?.some((d) => d.sn === sn)),
-      20_000,
-      200,
-    );
-    expect(online?.map((d) => d.sn)).toEqual(expect.arrayContaining(fleet.map((f) => f.sn)));
-    for (const a of agents) expect(a.child.exitCode, a.stderr()).toBeNull();
-  });
-
-  it('without a certificate: exit 3, telling the technician what the platform wants', async () => {
-    const agent = startAgent('SN-AGENT-BARE', []);
-    expect((await agent.exited).code).toBe(3);
-    const fatal = agent.lines().find((l) => l.level === 60);
-    expect(fatal?.msg).toMatch(/needs a TLS client certificate/);
-    expect(fatal?.hint).toMatch(/--client-cert FILE --client-key FILE/);
-  });
-
-  it('a missing certificate file, or a key of another certificate: exit 2 at start', async () => {
-    const cert = await leaf(ca.oem, 'SN-AGENT-X');
-    const otherCert = await leaf(ca.oem, 'SN-AGENT-Y');
-    const missing = startAgent('SN-AGENT-X', [
-      '--client-cert',
-      join(tmp.dir, 'nope.pem'),
-      '--client-key',
-      cert.keyPath,
-    ]);
-    expect((await missing.exited).code).toBe(2);
-    expect(missing.stderr()).toContain(`cannot read --client-cert ${join(tmp.dir, 'nope.pem')}: ENOENT`);
-    const mismatched = startAgent('SN-AGENT-X', [
-      '--client-cert',
-      cert.certPath,
-      '--client-key',
-      otherCert.keyPath,
-    ]);
-    expect((await mismatched.exited).code).toBe(2);
-    expect(mismatched.stderr()).toContain('are not a PEM certificate and its key');
-    const alone = startAgent('SN-AGENT-X', ['--client-cert', cert.certPath]);
-    expect((await alone.exited).code).toBe(2);
-    expect(alone.stderr()).toContain('--client-cert and --client-key go together');
-  });
-});
-
-describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolment-ca-cert/--enrolment-ca-key)', () => {
-  let platformCaFile: string;
-  beforeAll(async () => {
-    platformCaFile = join(pkiDir, 'platform-ca.pem');
-    await writeFile(platformCaFile, tp.ca);
-  });
-
-  it('makes each charger a certificate for its serial; all enrol zero-touch into the site and come online', async () => {
-    const COUNT = 6;
-    const SEED = 4242;
-    const fleet = await runFleet({
-      platformUrl: tp.url,
-      ca: tp.ca,
-      enrolmentCa: { cert: ca.oem.cert, key: ca.oem.key },
-      count: COUNT,
-      seed: SEED,
-      rampMs: 500,
-      outageShare: 0,
-      heartbeatIntervalMs: 2_000,
-      tuning: { pollWaitSeconds: 2 },
-    });
-    let summary: FleetSummary | undefined;
-    try {
-      const online = await waitFor(
-        async () =>
-          (
-            await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&status=online&size=100`, {
-              token: tenant.token,
-            })
-          ).body?.data?.items as Array<{ sn: string }> | undefined,
-        (items) => (items?.filter((d) => d.sn.startsWith(`SIM-${SEED}-`)).length ?? 0) === COUNT,
-        30_000,
-        200,
-      );
-      expect(online?.filter((d) => d.sn.startsWith(`SIM-${SEED}-`))).toHaveLength(COUNT);
-    } finally {
-      summary = await fleet.stop();
-    }
-    expectCleanStop(summary, COUNT);
-  });
-
-  it('runs as the built command with the two flags, in worker threads too; refuses them apart or with a non-CA', async () => {
-    const sim = (args: string[]) =>
-      runCli(['fleet', '--platform-url', tp.url, '--ca', platformCaFile, ...args], {
-        script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'),
-        timeoutMs: 40_000,
-      });
-    const res = await sim([
-      '--enrolment-ca-cert',
-      ca.oem.certPath,
-      '--enrolment-ca-key',
-      ca.oem.keyPath,
-      '--count',
-      '4',
-      '--workers',
-      '2',
-      '--seed',
-      '4343',
-      '--duration',
-      '4',
-      '--ramp',
-      '0.5',
-      '--outage-share',
-      '0',
-      '--json',
-    ]);
-    expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout)).toMatchObject({ registered: 4, errors: 0 });
-    const inSite = await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&size=100`, {
-      token: tenant.token,
-    });
-    expect(inSite.body.data.items.filter((d: { sn: string }) => d.sn.startsWith('SIM-4343-'))).toHaveLength(
-      4,
-    );
-
-    const alone = await sim(['--enrolment-ca-cert', ca.oem.certPath, '--count', '1']);
-    expect(alone.code).toBe(2);
-    expect(alone.stderr).toContain('--enrolment-ca-cert and --enrolment-ca-key go together');
-    const charger = await leaf(ca.oem, 'SN-NOT-A-CA');
-    const notCa = await sim([
-      '--enrolment-ca-cert',
-      charger.certPath,
-      '--enrolment-ca-key',
-      charger.keyPath,
-      '--count',
-      '1',
-    ]);
-    expect(notCa.code).toBe(2);
-    expect(notCa.stderr).toContain('is not a CA');
-    const wrongKey = await sim([
-      '--enrolment-ca-cert',
-      ca.oem.certPath,
-      '--enrolment-ca-key',
-      ca.oem2.keyPath,
-      '--count',
-      '1',
-    ]);
-    expect(wrongKey.code).toBe(2);
-    expect(wrongKey.stderr).toContain('not the key of its certificate');
-  }, 90_000);
-});
