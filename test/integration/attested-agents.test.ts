@@ -134,7 +134,7 @@ describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolmen
     await writeFile(platformCaFile, tp.ca);
   });
 
-  it('makes each charger a certificate for its serial; all enrol zero-touch into the site and come online', async () => {
+  it('makes each charger a certificate for its serial; all enrol zero-touch into the site, come online, and one reset registers again', async () => {
     const COUNT = 6;
     const SEED = 4242;
     const fleet = await runFleet({
@@ -161,7 +161,26 @@ describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolmen
         30_000,
         200,
       );
-      expect(online?.filter((d) => d.sn.startsWith(`SIM-${SEED}-`))).toHaveLength(COUNT);
+      const mine = (online ?? []).filter((d) => d.sn.startsWith(`SIM-${SEED}-`)) as Array<{
+        sn: string;
+        device_id: string;
+      }>;
+      expect(mine).toHaveLength(COUNT);
+
+      // An operator resets one: its agent finds its credentials refused and registers again — with its
+      // certificate, so under the same device id, still in the site.
+      const reset = mine[0]!;
+      const { secret_gen: genBefore } = (await tp.store.getDevice(reset.device_id))!;
+      expect(await tp.store.resetDevice(reset.device_id)).toBe(true);
+      await tp.platform.context.directory.refreshDevice(reset.device_id);
+      const again = await waitFor(
+        () => tp.store.getDevice(reset.device_id),
+        (d) => d?.registered === true,
+        20_000,
+        200,
+      );
+      expect(again).toMatchObject({ registered: true, sn: reset.sn, site_id: tenant.siteId });
+      expect(again!.secret_gen).toBeGreaterThan(genBefore + 1);
     } finally {
       summary = await fleet.stop();
     }
