@@ -4,7 +4,7 @@
  * The file is JSON with the same keys as the flags, spelled either way (`"platform-url"` or `"platformUrl"`),
  * plus a few keys that have no flag: `hal-options` (an object handed to the HAL module as its `config`),
  * `log-level`, `secret-rotation-days` and `sign-requests`. Unknown keys are refused, so a typo does not pass silently.
- * Relative paths in the file (`data-dir`, `ca`, a `hal` module path) are relative to the file; on the
+ * Relative paths in the file (`data-dir`, `ca`, `client-cert`, `client-key`, a `hal` module path) are relative to the file; on the
  * command line, to the working directory. Flags win over the file.
  */
 import { readFileSync } from 'node:fs';
@@ -22,6 +22,8 @@ const ConfigFile = z.strictObject({
   dataDir: z.optional(z.string().check(z.minLength(1))),
   platformUrl: z.optional(z.string().check(z.minLength(1))),
   ca: z.optional(z.string().check(z.minLength(1))),
+  clientCert: z.optional(z.string().check(z.minLength(1))),
+  clientKey: z.optional(z.string().check(z.minLength(1))),
   sn: z.optional(z.string()),
   model: z.optional(z.string()),
   manufacturer: z.optional(z.string()),
@@ -43,6 +45,8 @@ export interface RunFlags {
   dataDir?: string;
   platformUrl?: string;
   ca?: string;
+  clientCert?: string;
+  clientKey?: string;
   sn?: string;
   model?: string;
   manufacturer?: string;
@@ -58,6 +62,9 @@ export interface RunConfig {
   platformUrl: string;
   /** Absolute path of the CA file. */
   ca?: string;
+  /** Absolute paths of the charger's TLS client certificate and key (attested registration, DESIGN.md §18). */
+  clientCert?: string;
+  clientKey?: string;
   sn: string;
   model?: string;
   manufacturer?: string;
@@ -170,6 +177,13 @@ export function resolveRunConfig(flags: RunFlags, cwd = process.cwd()): RunConfi
   };
   const ca = resolvePath(flags.ca, cwd) ?? resolvePath(file.ca, fileDir);
   if (ca) config.ca = ca;
+  const clientCert = resolvePath(flags.clientCert, cwd) ?? resolvePath(file.clientCert, fileDir);
+  const clientKey = resolvePath(flags.clientKey, cwd) ?? resolvePath(file.clientKey, fileDir);
+  if (Boolean(clientCert) !== Boolean(clientKey))
+    throw new ConfigError(
+      '--client-cert and --client-key go together (or "client-cert" and "client-key" in --config)',
+    );
+  if (clientCert && clientKey) Object.assign(config, { clientCert, clientKey });
   const model = flags.model ?? file.model;
   if (model) config.model = model;
   const manufacturer = flags.manufacturer ?? file.manufacturer;

@@ -4,6 +4,7 @@
  *
  *   charger-agent run --data-dir DIR --platform-url URL [--ca FILE] --sn SN [--model M] [--manufacturer M]
  *                     [--firmware V] [--hal simulated|MODULE_PATH] [--connectors N] [--v2g] [--config FILE]
+ *                     [--client-cert FILE --client-key FILE]
  *   charger-agent status    --data-dir DIR [--json]
  *   charger-agent diag      --data-dir DIR [--json] [--timeout SECONDS]
  *   charger-agent schedules --data-dir DIR [--json]
@@ -11,7 +12,7 @@
  *
  * Exit codes of `run`: 0 after SIGTERM/SIGINT and a clean shutdown; 1 unexpected failure; 2 usage or
  * configuration error; 3 the platform refuses this charger's identity (409 already registered, 403 not on the
- * allowlist) — a person has to act, restarting will not help.
+ * allowlist, or no acceptable client certificate) — a person has to act, restarting will not help.
  *
  * Exit codes of the technician commands (`TECH_EXIT`, technician/read-store.ts): 0 healthy / all checks passed /
  * listed; 1 unexpected failure (e.g. the store cannot be read); 2 usage; 4 status degraded or a diag check
@@ -20,6 +21,7 @@
 import './supported-node.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { Command, CommanderError } from 'commander';
 import { checkTimezonesWith } from '../shared/primitives.js';
 import {
@@ -48,6 +50,37 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+/**
+ * The charger's client certificate and key (`--client-cert`, `--client-key`), read and paired up at start, so
+ * that a missing file or a key of another certificate is a start-up error rather than a refused handshake later.
+ */
+function readClientCertificate(config: RunConfig): { cert: string; key: string } | undefined {
+  if (!config.clientCert || !config.clientKey) return undefined;
+  const read = (flag: string, file: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      return fail(
+        `cannot read ${flag} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+        EXIT_USAGE,
+      );
+    }
+  };
+  const pair = {
+    cert: read('--client-cert', config.clientCert),
+    key: read('--client-key', config.clientKey),
+  };
+  try {
+    createSecureContext(pair);
+  } catch (error) {
+    fail(
+      `--client-cert ${config.clientCert} and --client-key ${config.clientKey} are not a PEM certificate and its key: ${(error as Error).message}`,
+      EXIT_USAGE,
+    );
+  }
+  return pair;
+}
+
 async function run(flags: RunFlags): Promise<void> {
   let config: RunConfig;
   try {
@@ -67,6 +100,7 @@ async function run(flags: RunFlags): Promise<void> {
       );
     }
   }
+  const clientCert = readClientCertificate(config);
   let agentLogger: Awaited<ReturnType<typeof createAgentLogger>>;
   try {
     agentLogger = await createAgentLogger({ dataDir: config.dataDir, level: config.logLevel });
@@ -110,6 +144,7 @@ async function run(flags: RunFlags): Promise<void> {
         ...(config.manufacturer ? { manufacturer: config.manufacturer } : {}),
         ...(config.firmware ? { firmware: config.firmware } : {}),
         ...(ca !== undefined ? { ca } : {}),
+        ...(clientCert !== undefined ? { clientCert } : {}),
         secretRotationDays: config.secretRotationDays,
         signRequests: config.signRequests,
       },
@@ -255,6 +290,8 @@ export function buildCli(): Command {
     .option('--data-dir <dir>', 'where the agent keeps its state and logs')
     .option('--platform-url <url>', 'the platform base address, https://HOST:PORT')
     .option('--ca <file>', 'PEM certificate of the CA that signed the platform certificate')
+    .option('--client-cert <file>', 'PEM client certificate naming the serial (attested registration)')
+    .option('--client-key <file>', 'PEM private key of --client-cert')
     .option('--sn <sn>', 'this charger’s serial number')
     .option('--model <m>', 'model name reported at registration')
     .option('--manufacturer <m>', 'manufacturer reported at registration')

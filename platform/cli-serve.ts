@@ -49,8 +49,8 @@ export function addServeCommand(program: Command): void {
     .addOption(
       new Option(
         '--registration <policy>',
-        'charger registration policy (default: open in sandbox, allowlist in production)',
-      ).choices(['open', 'allowlist']),
+        'charger registration policy (default: open in sandbox, allowlist in production); attested: a client certificate from an enrolment group (charger-platform enrolments)',
+      ).choices(['open', 'allowlist', 'attested']),
     )
     .option('--token-ttl <seconds>', 'access token lifetime (at most a day)', integer(1, 86_400), 86_400)
     .option(

@@ -3,6 +3,7 @@ import './supported-node.js';
 import { Command } from 'commander';
 import { isIanaTimezone } from '../shared/index.js';
 import { addClientsCommands } from './cli-clients.js';
+import { addEnrolmentsCommand } from './cli-enrolments.js';
 import { databaseOption } from './cli-options.js';
 import { addServeCommand } from './cli-serve.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
@@ -164,6 +165,8 @@ devices
     if (!done) throw new UserError(`no device ${o.device}`);
     process.stdout.write(`device ${o.device} reset: its credentials are revoked and it may register again\n`);
   });
+
+addEnrolmentsCommand(program, withStore);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof UserError || err instanceof ConfigError) {

@@ -1,6 +1,7 @@
 import type { TokenService } from './auth/access-tokens.js';
 import type { ReplayCache } from './auth/request-signature.js';
 import type { CommandNotifier } from './command-notifier.js';
+import type { RegistrationPolicy } from './domain/registration.js';
 import type { Liveness } from './liveness.js';
 import type { PlatformEvents } from './platform-events.js';
 import type { PlatformKeys } from './platform-keys.js';
@@ -13,7 +14,7 @@ import type { WebhookEvents } from './webhooks/webhook-events.js';
 
 export interface PlatformOptions {
   env: 'production' | 'sandbox';
-  registration: 'open' | 'allowlist';
+  registration: RegistrationPolicy;
   tokenTtlSeconds: number;
   /** Where newly registered chargers go (the sandbox's default site). */
   defaultSiteId?: string | undefined;

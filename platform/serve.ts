@@ -1,5 +1,6 @@
 import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
 import { createRedisLink, type RedisLink, redactedUrl } from './coordination/redis-link.js';
+import type { RegistrationPolicy } from './domain/registration.js';
 import { loadOrCreatePlatformKeys } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
 import { buildPlatform, defaultInstanceId, type Platform } from './server.js';
@@ -24,7 +25,7 @@ export interface ServeOptions {
   tlsCert?: string | undefined;
   tlsKey?: string | undefined;
   selfSigned?: boolean | undefined;
-  registration?: 'open' | 'allowlist' | undefined;
+  registration?: RegistrationPolicy | undefined;
   tokenTtl?: number | undefined;
   /** Requests a minute one address may make to the unauthenticated routes; default GUARD_LIMITS'. */
   addressLimit?: number | undefined;

@@ -10,6 +10,7 @@ import { API_VERSION, ErrorCode, type ErrorResponse, MAX_BODY_BYTES } from '../s
 import { ApiError } from './api-error.js';
 import { registerApiReference } from './api-reference-page.js';
 import { createTokenService } from './auth/access-tokens.js';
+import { clientCertificateRequest } from './auth/client-certificate.js';
 import { createReplayCache } from './auth/request-signature.js';
 import { createCommandNotifier } from './command-notifier.js';
 import { guardConnections } from './connection-guard.js';
@@ -124,6 +125,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       headersTimeout: limits.requestMs,
       requestTimeout: limits.requestMs,
       connectionsCheckingInterval: connectionsCheckingMs(limits),
+      ...clientCertificateRequest(opts),
     },
     // Whole request within requestMs (headers and body; a long poll's or the stream's wait is not the request's).
     requestTimeout: limits.requestMs,

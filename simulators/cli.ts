@@ -3,6 +3,7 @@
  * `charger-sim` (DESIGN.md §11):
  *
  *   charger-sim fleet --platform-url URL [--ca FILE] --count N [--duration SECONDS] [--data-dir DIR] [--json]
+ *                     [--enrolment-ca-cert FILE --enrolment-ca-key FILE]
  *
  * plus the optional tuning flags of docs/simulators.md. Exit codes: 0 no errors, 1 the run had errors,
  * 2 usage error.

@@ -4,7 +4,7 @@
  * that a power cut right after registering or rotating cannot lose the charger's identity.
  *
  * - First start: `POST /v1/device/register` with the serial number; 409 (already registered) and 403 (not on
- *   the allowlist) are fatal with a hint for the technician; transient failures are retried with backoff.
+ *   the allowlist, or no acceptable client certificate under attested registration) are fatal with a hint for the technician; transient failures are retried with backoff.
  * - Token: exchanged for the secret, kept in the store across restarts, renewed ahead of its expiry (at 90 %
  *   of its lifetime, at most one hour early), and on demand after a 401.
  * - Rotation is two-phase (secret-rotation.ts): the new secret is stored beside the old one, offered first,
@@ -82,8 +82,8 @@ function refusal(error: PlatformError, sn: string, after: 'first' | 'revoked'): 
   }
   if (error.kind === 'forbidden') {
     return new AgentFatalError(
-      `the platform refuses to register serial number ${sn}: it is not on the registration allowlist (403)`,
-      `ask the platform operator to allow this serial number (charger-platform devices allow --sn ${sn}), then start the agent again`,
+      `the platform refuses to register serial number ${sn}: it is not on the registration allowlist, or the platform wants a manufacturer's client certificate naming it (${error.message})`,
+      `ask the platform operator to allow this serial number (charger-platform devices allow --sn ${sn}); where the platform takes attested registrations, start the agent with the certificate the manufacturer made for this charger (--client-cert FILE --client-key FILE)`,
       EXIT_IDENTITY_REFUSED,
     );
   }

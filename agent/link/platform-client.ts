@@ -48,6 +48,11 @@ export interface PlatformClientOptions {
   baseUrl: string;
   /** PEM of the CA that signed the platform's certificate (`--ca`); the system CAs otherwise. */
   ca?: string;
+  /**
+   * The charger's TLS client certificate (PEM, intermediates after it) and key (`--client-cert`,
+   * `--client-key`), presented on every connection: attested registration (DESIGN.md §18).
+   */
+  clientCert?: { cert: string; key: string };
   /** Overrides the connection pool entirely (tests: undici MockAgent). */
   dispatcher?: Dispatcher;
   /** Per request, ms; default 15 s. Long polls add their wait. */
@@ -206,8 +211,14 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const ownDispatcher =
-    options.dispatcher === undefined && options.ca !== undefined
-      ? new Agent({ connect: { ca: options.ca }, keepAliveTimeout: 60_000 })
+    options.dispatcher === undefined && (options.ca !== undefined || options.clientCert !== undefined)
+      ? new Agent({
+          connect: {
+            ...(options.ca !== undefined ? { ca: options.ca } : {}),
+            ...options.clientCert,
+          },
+          keepAliveTimeout: 60_000,
+        })
       : undefined;
   const dispatcher = options.dispatcher ?? ownDispatcher;
 

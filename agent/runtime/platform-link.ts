@@ -45,6 +45,7 @@ export function createPlatformLink(options: PlatformLinkOptions): PlatformLink {
   const client = createPlatformClient({
     baseUrl: config.platformUrl,
     ...(config.ca !== undefined ? { ca: config.ca } : {}),
+    ...(config.clientCert !== undefined ? { clientCert: config.clientCert } : {}),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     timeoutMs: tuning.requestTimeoutMs,
     now: () => clock.now(),

@@ -19,6 +19,8 @@ export interface AgentRuntimeConfig {
   firmware?: string;
   /** PEM of the platform's CA (`--ca` file contents). */
   ca?: string;
+  /** The charger's TLS client certificate (PEM, with any intermediates after it) and key, on every connection. */
+  clientCert?: { cert: string; key: string };
   /** Rotate the device secret this often (two-phase, link/secret-rotation.ts); absent: every 90 days; 0: never. */
   secretRotationDays?: number;
   /** Sign every write with the device secret (for a charger the operator set to require signatures). */

@@ -1,21 +1,30 @@
 /**
- * Registration policy (DESIGN.md §3), pure: whether a serial number may register, and how.
+ * Registration policy (DESIGN.md §3, §18), pure: whether a serial number may register, and how.
  *
- * - `allowlist`: only serials an operator allowed (`devices allow`); `open` (the sandbox): any.
+ * - `allowlist`: only serials an operator allowed (`devices allow`); `open` (the sandbox): any; `attested`:
+ *   only a charger whose TLS client certificate an enrolment group vouches for (domain/attestation.ts decides
+ *   that before storage is asked, and says so here through `attested`).
  * - A serial that is registered stays so until an operator resets it: a second registration is refused (409),
  *   so a cloned serial cannot take over a charger's identity.
- * - A reset charger registers again under its old device id (its history stays with it) with a new secret.
+ * - A reset charger registers again under its old device id (its history stays with it) with a new secret;
+ *   under `attested` that, too, needs the certificate.
  */
+export type RegistrationPolicy = 'open' | 'allowlist' | 'attested';
+export const REGISTRATION_POLICIES: readonly RegistrationPolicy[] = ['open', 'allowlist', 'attested'];
+
 export type RegistrationDecision = 'not_allowed' | 'already_registered' | 'register_new' | 'register_again';
 
 export function decideRegistration(input: {
-  policy: 'open' | 'allowlist';
+  policy: RegistrationPolicy;
   /** The serial is on the allowlist. */
   allowed: boolean;
+  /** An enrolment group vouched for the charger's certificate. */
+  attested: boolean;
   /** The device of that serial, if one was ever registered. */
   existing: { registered: boolean } | undefined;
 }): RegistrationDecision {
   if (input.policy === 'allowlist' && !input.allowed) return 'not_allowed';
+  if (input.policy === 'attested' && !input.attested) return 'not_allowed';
   if (input.existing === undefined) return 'register_new';
   return input.existing.registered ? 'already_registered' : 'register_again';
 }

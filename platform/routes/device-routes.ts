@@ -29,6 +29,7 @@ import { tokenTimes } from '../auth/access-tokens.js';
 import type { PlatformContext } from '../context.js';
 import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
+import { registrationPolicy } from '../services/attested-registration.js';
 
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -53,10 +54,14 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ body, request, reply }) => {
         // Refusals count per serial and address (DESIGN.md §18), so nobody can keep a charger from registering.
         const attempt = await beginCredentialAttempt(ctx, 'registerFailures', body.sn, request.ip, reply);
-        const outcome = await ctx.store.registerDevice(body, {
-          registration: ctx.options.registration,
-          defaultSiteId: ctx.options.defaultSiteId,
-        });
+        // Under `attested`, a missing or unvouched certificate is a refusal like any other (403/2003).
+        const policy = await registrationPolicy(ctx, body.sn, request.raw.socket).catch(
+          async (err: unknown) => {
+            await attempt.failed();
+            throw err;
+          },
+        );
+        const outcome = await ctx.store.registerDevice(body, policy);
         if (outcome.kind === 'not_allowed') {
           await attempt.failed();
           throw errors.forbidden('Serial number is not on the registration allowlist');

@@ -12,8 +12,10 @@ import type {
 } from '../../shared/index.js';
 import type { ClientStatus } from '../domain/client-credentials.js';
 import type { EnergyBucket } from '../domain/energy.js';
+import type { RegistrationPolicy } from '../domain/registration.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
+import type { EnrolmentRepository } from './enrolment-repository.js';
 import type { WebhookRepository } from './webhook-repository.js';
 
 export interface OperatorRow {
@@ -241,9 +243,17 @@ export interface TargetedDevice {
 
 export interface DeviceRepository {
   allowSerial(sn: string): Promise<void>;
+  /**
+   * Registers under `policy` (domain/registration.ts). `enrolment`: the group that vouched for the charger's
+   * certificate under `attested` (decided before, domain/attestation.ts); its site goes in `defaultSiteId`.
+   */
   registerDevice(
     input: RegisterInput,
-    policy: { registration: 'open' | 'allowlist'; defaultSiteId?: string | undefined },
+    policy: {
+      registration: RegistrationPolicy;
+      defaultSiteId?: string | undefined;
+      enrolment?: { enrolment_id: string } | undefined;
+    },
   ): Promise<RegistrationOutcome>;
   getDevice(deviceId: string): Promise<DeviceRow | undefined>;
   /** The device only if it is in a site of one of these operators (tenancy, DESIGN.md §2). */
@@ -386,6 +396,7 @@ export interface DeviceHistoryRepository {
 }
 
 export type { DeviceSecretRepository, SecretRotationOutcome } from './device-secret-repository.js';
+export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
 export type {
   AttemptRecord,
   DeliveryRow,
@@ -431,4 +442,5 @@ export type Store = OperatorDirectory &
   EnergyRepository &
   DeviceHistoryRepository &
   WebhookRepository &
+  EnrolmentRepository &
   Maintenance;

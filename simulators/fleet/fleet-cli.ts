@@ -2,6 +2,7 @@
  * `charger-sim fleet` (DESIGN.md §11): a thin shell over `runFleet`.
  *
  *   charger-sim fleet --platform-url URL [--ca FILE] --count N [--duration SECONDS] [--data-dir DIR] [--json]
+ *                     [--enrolment-ca-cert FILE --enrolment-ca-key FILE]
  *                     [--seed N] [--ramp SECONDS] [--all-charging] [--v2g-share F] [--outage-share F]
  *                     [--telemetry-interval SECONDS] [--heartbeat-interval SECONDS] [--log-level L] [--strict]
  *                     [--workers N] [--pace realistic|sandbox]
@@ -37,6 +38,8 @@ export class UsageError extends Error {}
 interface FleetFlags {
   platformUrl?: string;
   ca?: string;
+  enrolmentCaCert?: string;
+  enrolmentCaKey?: string;
   count?: string;
   duration?: string;
   dataDir?: string;
@@ -80,20 +83,26 @@ function wholeNumber(flag: string, value: string | undefined, min: number): numb
   return Number(value);
 }
 
+function readOptional(flag: string, file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(
+      `cannot read ${flag} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+}
+
 async function fleetCommand(flags: FleetFlags): Promise<number> {
   if (!flags.platformUrl) throw new UsageError('--platform-url is required');
   const count = wholeNumber('--count', flags.count, 1);
   if (count === undefined) throw new UsageError('--count is required');
-  let ca: string | undefined;
-  if (flags.ca !== undefined) {
-    try {
-      ca = readFileSync(flags.ca, 'utf8');
-    } catch (error) {
-      throw new UsageError(
-        `cannot read --ca ${flags.ca}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-      );
-    }
-  }
+  const ca = readOptional('--ca', flags.ca);
+  if ((flags.enrolmentCaCert === undefined) !== (flags.enrolmentCaKey === undefined))
+    throw new UsageError('--enrolment-ca-cert and --enrolment-ca-key go together');
+  const enrolmentCaCert = readOptional('--enrolment-ca-cert', flags.enrolmentCaCert);
+  const enrolmentCaKey = readOptional('--enrolment-ca-key', flags.enrolmentCaKey);
   const durationMs = seconds('--duration', flags.duration);
   const rampMs = seconds('--ramp', flags.ramp);
   const seed = wholeNumber('--seed', flags.seed, 0);
@@ -107,6 +116,9 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
     platformUrl: flags.platformUrl,
     count,
     ...(ca !== undefined ? { ca } : {}),
+    ...(enrolmentCaCert !== undefined && enrolmentCaKey !== undefined
+      ? { enrolmentCa: { cert: enrolmentCaCert, key: enrolmentCaKey } }
+      : {}),
     ...(durationMs !== undefined ? { durationMs } : {}),
     ...(flags.dataDir !== undefined ? { dataDir: path.resolve(flags.dataDir) } : {}),
     ...(seed !== undefined ? { seed } : {}),
@@ -164,6 +176,11 @@ export function addFleetCommand(program: Command, onExit: (code: number) => void
     .description('run N simulated chargers (the real agent on simulated hardware) against a platform')
     .option('--platform-url <url>', 'the platform base address, https://HOST:PORT')
     .option('--ca <file>', 'PEM certificate of the CA that signed the platform certificate')
+    .option(
+      '--enrolment-ca-cert <file>',
+      'attested registration: an enrolment CA (PEM) that signs a certificate for each charger’s serial',
+    )
+    .option('--enrolment-ca-key <file>', 'the private key of --enrolment-ca-cert (PEM, EC P-256 or RSA)')
     .option('--count <n>', 'how many chargers')
     .option('--duration <seconds>', 'stop after this long (default: run until SIGINT/SIGTERM)')
     .option('--data-dir <dir>', 'keep each charger’s store on disk in DIR/<sn>/ (default: in memory)')

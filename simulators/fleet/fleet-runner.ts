@@ -25,6 +25,8 @@ import { DEFAULT_TELEMETRY_INTERVALS } from '../../agent/core/telemetry.js';
 import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { createSeededRandom, randomSeed } from '../seeded-random.js';
 import { createSimulatedHal, type SimulatedHal, type SimulatedHalOptions } from '../simulated-hal.js';
+import { type AttestedConnections, createAttestedConnections } from './attested-connections.js';
+import { checkEnrolmentCa, type EnrolmentCa } from './charger-certificates.js';
 import { type ChargerLink, type ChargerLinkState, createChargerLink } from './charger-link.js';
 import {
   type ChargerPlan,
@@ -61,6 +63,11 @@ export interface FleetOptions {
   platformUrl: string;
   /** PEM of the CA that signed the platform's certificate; the system CAs otherwise. */
   ca?: string;
+  /**
+   * Attested registration (DESIGN.md §18): each charger gets a certificate for its serial signed by this CA
+   * (`charger-certificates.ts`) and presents it on every connection, through connections of its own.
+   */
+  enrolmentCa?: EnrolmentCa;
   count: number;
   /** Stop by itself after this long; otherwise run until `stop()`. */
   durationMs?: number;
@@ -296,6 +303,13 @@ export function checkOptions(options: FleetOptions): void {
     throw new FleetOptionsError('--platform-url must be https:// (the platform serves HTTPS only)');
   if (!Number.isInteger(options.count) || options.count < 1)
     throw new FleetOptionsError('--count must be a whole number ≥ 1');
+  if (options.enrolmentCa) {
+    try {
+      checkEnrolmentCa(options.enrolmentCa);
+    } catch (error) {
+      throw new FleetOptionsError(`--enrolment-ca-cert, --enrolment-ca-key: ${(error as Error).message}`);
+    }
+  }
   for (const [name, value] of [
     ['--duration', options.durationMs],
     ['--ramp', options.rampMs],
@@ -487,6 +501,23 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     pollConnections.add(client);
     return client;
   };
+  // With an enrolment CA, each charger's connections carry its own client certificate.
+  const attested =
+    options.enrolmentCa &&
+    createAttestedConnections({
+      enrolmentCa: options.enrolmentCa,
+      platformCa: options.ca,
+      origin: platformOrigin,
+      onRequestConnect: () => {
+        opened.requests += 1;
+      },
+      onPollConnection: (client) => {
+        client.on('connect', () => {
+          opened.polls += 1;
+        });
+        pollConnections.add(client);
+      },
+    });
   const wheel = createTickWheel();
   const states: ChargerState[] = plans.map((plan) => ({ plan, out: false }));
   const outageStates = states.filter((s) => s.plan.outage);
@@ -509,7 +540,14 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
   async function launch(state: ChargerState): Promise<void> {
     const { plan } = state;
     started += 1;
-    const link = createChargerLink(pool, pollConnection, state, stats);
+    let own: Awaited<ReturnType<AttestedConnections['forCharger']>> | undefined;
+    try {
+      own = await attested?.forCharger(plan.sn);
+    } catch (error) {
+      stats.error('start_failed', `${plan.sn}: no charger certificate: ${(error as Error).message}`);
+      return;
+    }
+    const link = createChargerLink(own?.pool ?? pool, own?.poll ?? pollConnection, state, stats);
     state.link = link;
     const hal = createSimulatedHal({
       // The physics tick at the sampling cadence: readings and commands bring the simulation up to date
@@ -741,6 +779,7 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
     }
     // Every agent has stopped: nothing is in flight. (`close()` would reconnect idle clients on its way out.)
     await pool.destroy().catch(() => undefined);
+    await attested?.close();
     wheel.close();
 
     const summary: FleetSummary = {

@@ -111,7 +111,7 @@ export async function startTestPlatform(
     /** Capture logs (pino JSON lines) at this level into `logs`. */
     logLevel?: string;
     streamPingMs?: number;
-    registration?: 'open' | 'allowlist';
+    registration?: 'open' | 'allowlist' | 'attested';
     tokenTtlSeconds?: number;
     defaultSiteId?: string;
     dataDir?: string;

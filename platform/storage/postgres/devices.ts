@@ -132,7 +132,7 @@ async function registerIn(
   deps: { keys: PlatformKeys; now: () => number },
 ): Promise<RegistrationOutcome> {
   const allowed =
-    policy.registration === 'open' ||
+    policy.registration !== 'allowlist' ||
     (await sql.query('SELECT 1 FROM allowed_serials WHERE sn = $1', [input.sn])).length > 0;
   for (;;) {
     const existing = (
@@ -144,6 +144,7 @@ async function registerIn(
     const decision = decideRegistration({
       policy: policy.registration,
       allowed,
+      attested: policy.enrolment !== undefined,
       existing: existing && { registered: existing.registered },
     });
     if (decision === 'not_allowed' || decision === 'already_registered') return { kind: decision };

@@ -260,7 +260,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE devices ADD COLUMN pending_since_ms BIGINT;
   CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
   `,
-  // Operator clients' lifecycle, as SQLite's migration of the same name: existing clients are active at
+  // 5: operator clients' lifecycle, as SQLite's migration 8: existing clients are active at
   // generation 1, the generation tokens without one are read as.
   `
   ALTER TABLE clients ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
@@ -268,5 +268,20 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE clients ADD COLUMN previous_secret_sealed TEXT;
   ALTER TABLE clients ADD COLUMN previous_secret_until_ms BIGINT;
   ALTER TABLE clients ADD COLUMN revoked_ms BIGINT;
+  `,
+  // 6: enrolment groups (DESIGN.md §18, storage/enrolment-repository.ts): an OEM's CA whose certificates let
+  // chargers register under `--registration attested`. At most one active group per CA.
+  `
+  CREATE TABLE enrolment_groups (
+    enrolment_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    site_id TEXT REFERENCES sites(site_id),
+    name TEXT NOT NULL,
+    ca_pem TEXT NOT NULL,
+    ca_fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ms BIGINT NOT NULL
+  );
+  CREATE UNIQUE INDEX enrolment_groups_active_ca ON enrolment_groups(ca_fingerprint) WHERE status = 'active';
   `,
 ];

@@ -10,6 +10,7 @@ import { createPgDeviceSecrets } from './device-secrets.js';
 import { createPgDevices } from './devices.js';
 import { createPgDirectory } from './directory.js';
 import { createPgEnergyRollups } from './energy-rollups.js';
+import { createPgEnrolments } from './enrolments.js';
 import { createPgExclusiveJobs } from './exclusive-jobs.js';
 import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
@@ -66,6 +67,7 @@ export async function createPostgresStore(
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);
   const webhooks = createPgWebhooks(db);
+  const enrolments = createPgEnrolments(db, now);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
   const pruning = createPgRetention(db, policy, now, partitions, rollups);
   const jobs = createPgExclusiveJobs(db);
@@ -108,6 +110,7 @@ export async function createPostgresStore(
     ...commands,
     ...history,
     ...webhooks,
+    ...enrolments,
     externalChangeVersion() {
       return changes?.version() ?? 0;
     },

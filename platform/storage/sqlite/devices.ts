@@ -57,7 +57,8 @@ export function createSqliteDevices(deps: {
           const existing = stmt.deviceBySn.get(input.sn) as RawDevice | undefined;
           const decision = decideRegistration({
             policy: policy.registration,
-            allowed: policy.registration === 'open' || stmt.isAllowed.get(input.sn) !== undefined,
+            allowed: policy.registration !== 'allowlist' || stmt.isAllowed.get(input.sn) !== undefined,
+            attested: policy.enrolment !== undefined,
             existing: existing && { registered: existing.registered === 1 },
           });
           if (decision === 'not_allowed' || decision === 'already_registered') return { kind: decision };

@@ -303,7 +303,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE devices ADD COLUMN pending_since_ms INTEGER;
   CREATE INDEX devices_pending_secret ON devices(pending_since_ms) WHERE pending_since_ms IS NOT NULL;
   `,
-  // Operator clients' lifecycle (DESIGN.md §18, domain/client-credentials.ts): revoked or active, and a secret
+  // 8: operator clients' lifecycle (DESIGN.md §18, domain/client-credentials.ts): revoked or active, and a secret
   // generation that operator tokens carry, with the secret a rotation replaced live until its grace is over.
   // Existing clients are active at generation 1, the generation tokens without one are read as.
   `
@@ -312,6 +312,21 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE clients ADD COLUMN previous_secret_sealed TEXT;
   ALTER TABLE clients ADD COLUMN previous_secret_until_ms INTEGER;
   ALTER TABLE clients ADD COLUMN revoked_ms INTEGER;
+  `,
+  // 9: enrolment groups (DESIGN.md §18, storage/enrolment-repository.ts): an OEM's CA whose certificates let
+  // chargers register under `--registration attested`. At most one active group per CA.
+  `
+  CREATE TABLE enrolment_groups (
+    enrolment_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    site_id TEXT REFERENCES sites(site_id),
+    name TEXT NOT NULL,
+    ca_pem TEXT NOT NULL,
+    ca_fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX enrolment_groups_active_ca ON enrolment_groups(ca_fingerprint) WHERE status = 'active';
   `,
 ];
 

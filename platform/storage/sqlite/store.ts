@@ -13,6 +13,7 @@ import { createSqliteDeviceSecrets } from './device-secrets.js';
 import { createSqliteDevices } from './devices.js';
 import { createSqliteDirectory } from './directory.js';
 import { createSqliteEnergyRollups } from './energy-rollups.js';
+import { createSqliteEnrolments } from './enrolments.js';
 import { createInlineReader, createWorkerReader } from './reader.js';
 import { createSqliteRetention } from './retention.js';
 import { createSqliteTelemetry } from './telemetry.js';
@@ -86,6 +87,7 @@ export function createSqliteStore(
   const commands = createSqliteCommands(db, reader);
   const history = createSqliteDeviceHistory(db);
   const webhooks = createSqliteWebhooks(db);
+  const enrolments = createSqliteEnrolments(db, now);
 
   // Retention reads the rollups' watermark and rollups read retention's horizon, each through a function
   // called only once both exist.
@@ -126,6 +128,7 @@ export function createSqliteStore(
     ...commands,
     ...history,
     ...webhooks,
+    ...enrolments,
     async listChargingRecords(operatorIds, q) {
       return records.list(operatorIds, q);
     },

@@ -63,6 +63,29 @@ describe('run configuration', () => {
     expect(() => resolveRunConfig({ config: file })).toThrow(ConfigError);
     expect(() => resolveRunConfig({ config: path.join(tmp.dir, 'nope.json') })).toThrow(/ENOENT/);
   });
+
+  it('takes a client certificate and key (attested registration) from flags or the file, only as a pair', () => {
+    const base = { dataDir: 'd', platformUrl: 'https://p', sn: 'S' };
+    const file = path.join(tmp.dir, 'agent.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ ...base, 'client-cert': 'certs/sn.pem', clientKey: 'certs/sn.key' }),
+    );
+    expect(resolveRunConfig({ config: file }, '/elsewhere')).toMatchObject({
+      clientCert: path.join(tmp.dir, 'certs/sn.pem'),
+      clientKey: path.join(tmp.dir, 'certs/sn.key'),
+    });
+    // Flags win, relative to the working directory.
+    expect(resolveRunConfig({ config: file, clientCert: 'mine.pem' }, '/work')).toMatchObject({
+      clientCert: '/work/mine.pem',
+      clientKey: path.join(tmp.dir, 'certs/sn.key'),
+    });
+    expect(resolveRunConfig(base)).not.toHaveProperty('clientCert');
+    expect(() => resolveRunConfig({ ...base, clientCert: 'a.pem' })).toThrow(
+      /--client-cert and --client-key go together/,
+    );
+    expect(() => resolveRunConfig({ ...base, clientKey: 'a.key' })).toThrow(/go together/);
+  });
 });
 
 describe('logs', () => {
