@@ -212,11 +212,25 @@ export function addressLimitFor(limit: number, chosen: boolean, simChargers: num
   return chosen ? limit : Math.max(limit, 3 * simChargers);
 }
 
-function simulatedChargers(o: { env: string; simChargers?: number; redis?: string }): number {
+function simulatedChargers(o: {
+  env: string;
+  simChargers?: number;
+  redis?: string;
+  registration?: string;
+}): number {
   if (o.env !== 'sandbox') {
     if (o.simChargers !== undefined)
       throw new ConfigError(
         '--sim-chargers is for the sandbox (--env sandbox): production runs no simulated chargers',
+      );
+    return 0;
+  }
+  // The sandbox's own chargers have no certificates: under attested registration every one would be refused.
+  if (o.registration === 'attested') {
+    if (o.simChargers)
+      throw new ConfigError(
+        '--sim-chargers needs open or allowlist registration: the sandbox fleet has no client certificates ' +
+          '(charger-sim fleet --enrolment-ca-cert/--enrolment-ca-key enrols a fleet under --registration attested)',
       );
     return 0;
   }

@@ -66,6 +66,12 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
           await attempt.failed();
           throw errors.forbidden('Serial number is not on the registration allowlist');
         }
+        if (outcome.kind === 'other_operator') {
+          await attempt.failed();
+          throw errors.forbidden(
+            "The charger is in another operator's site: that operator must move it before this group can enrol it",
+          );
+        }
         if (outcome.kind === 'already_registered') {
           await attempt.failed();
           throw errors.conflict(

@@ -23,6 +23,6 @@ export async function registrationPolicy(ctx: PlatformContext, sn: string, socke
   return {
     registration,
     defaultSiteId: outcome.group.site_id ?? undefined,
-    enrolment: { enrolment_id: outcome.group.enrolment_id },
+    enrolment: { enrolment_id: outcome.group.enrolment_id, operator_id: outcome.group.operator_id },
   };
 }

@@ -129,6 +129,7 @@ export interface ScheduleRow {
 export type RegistrationOutcome =
   | { kind: 'registered'; device: DeviceRow; secret: string }
   | { kind: 'not_allowed' }
+  | { kind: 'other_operator' }
   | { kind: 'already_registered' };
 
 export interface RegisterInput {
@@ -252,7 +253,7 @@ export interface DeviceRepository {
     policy: {
       registration: RegistrationPolicy;
       defaultSiteId?: string | undefined;
-      enrolment?: { enrolment_id: string } | undefined;
+      enrolment?: { enrolment_id: string; operator_id: string } | undefined;
     },
   ): Promise<RegistrationOutcome>;
   getDevice(deviceId: string): Promise<DeviceRow | undefined>;

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { Agent, request } from 'undici';
@@ -7,7 +8,7 @@ import {
   type AttestedPlatform,
   startAttestedPlatform,
 } from '../helpers/attested-platform.js';
-import { opensslTime } from '../helpers/certificates.js';
+import { makeCa, opensslTime } from '../helpers/certificates.js';
 import type { HttpResult, TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -208,6 +209,33 @@ describe('a serial already registered', () => {
     expect(again.status, again.text).toBe(200);
     expect(again.body.data.device_id).toBe(deviceId);
     expect((await visibleToTenant(deviceId)).status).toBe(200);
+  });
+});
+
+describe('a reset charger and another operator’s group', () => {
+  it('another operator’s group cannot take over a reset charger in this operator’s site, its id or its history', async () => {
+    const cert = await leaf(ca.oem, 'SN-ATT-MOVED');
+    const first = await registerWith('SN-ATT-MOVED', cert);
+    expect(first.status, first.text).toBe(200);
+    const deviceId = first.body.data.device_id as string;
+    expect(await tp.store.resetDevice(deviceId)).toBe(true);
+    // The other operator enrols a CA of its own (the OEM issues one per customer) and a certificate for the serial.
+    const theirs = await makeCa(setup.pkiDir, 'other-operator-ca');
+    const created = await tp.store.createEnrolment({
+      operator_id: other.operatorId,
+      site_id: other.siteId,
+      name: 'their chargers',
+      ca_pem: theirs.cert,
+      ca_fingerprint: new X509Certificate(theirs.cert).fingerprint256,
+    });
+    expect(created).not.toBe('duplicate_ca');
+    const claim = await registerWith('SN-ATT-MOVED', await leaf(theirs, 'SN-ATT-MOVED'));
+    expectRefused(claim, "another operator's site");
+    expect((await tp.store.getDevice(deviceId))?.site_id).toBe(tenant.siteId);
+    // Its own operator's group still enrols it again, under its id.
+    const again = await registerWith('SN-ATT-MOVED', cert);
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data.device_id).toBe(deviceId);
   });
 });
 

@@ -98,7 +98,7 @@ describe.each(BACKENDS)('registration under attested on %s', (backend) => {
     const policy = {
       registration: 'attested' as const,
       defaultSiteId: site.site_id,
-      enrolment: { enrolment_id: 'enr_1' },
+      enrolment: { enrolment_id: 'enr_1', operator_id: op.operator_id },
     };
     const first = await store.registerDevice(charger('SN-1'), policy);
     expect(first).toMatchObject({ kind: 'registered', device: { sn: 'SN-1', site_id: site.site_id } });
@@ -110,7 +110,39 @@ describe.each(BACKENDS)('registration under attested on %s', (backend) => {
     expect(await store.registerDevice(charger('SN-1'), { registration: 'attested' })).toEqual({
       kind: 'not_allowed',
     });
+    // Another operator's group cannot take the reset charger, its device id and history over.
+    const other = await store.createOperator('B');
+    const otherSite = await store.createSite({
+      operator_id: other.operator_id,
+      name: 'B depot',
+      timezone: 'UTC',
+    });
+    expect(
+      await store.registerDevice(charger('SN-1'), {
+        registration: 'attested',
+        defaultSiteId: otherSite.site_id,
+        enrolment: { enrolment_id: 'enr_2', operator_id: other.operator_id },
+      }),
+    ).toEqual({ kind: 'other_operator' });
     const again = await store.registerDevice(charger('SN-1'), policy);
     expect(again).toMatchObject({ kind: 'registered', device: { device_id: first.device.device_id } });
+  });
+
+  it('a reset charger in no site may be enrolled by any operator’s group, into that group’s site', async () => {
+    const op = await store.createOperator('A');
+    const first = await store.registerDevice(charger('SN-LOOSE'), {
+      registration: 'attested',
+      enrolment: { enrolment_id: 'enr_1', operator_id: op.operator_id },
+    });
+    if (first.kind !== 'registered') throw new Error('not registered');
+    expect(first.device.site_id).toBeNull();
+    await store.resetDevice(first.device.device_id);
+    const site = await store.createSite({ operator_id: op.operator_id, name: 'Depot', timezone: 'UTC' });
+    const again = await store.registerDevice(charger('SN-LOOSE'), {
+      registration: 'attested',
+      defaultSiteId: site.site_id,
+      enrolment: { enrolment_id: 'enr_1', operator_id: op.operator_id },
+    });
+    expect(again).toMatchObject({ kind: 'registered', device: { site_id: site.site_id } });
   });
 });

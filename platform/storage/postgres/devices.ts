@@ -136,8 +136,10 @@ async function registerIn(
     (await sql.query('SELECT 1 FROM allowed_serials WHERE sn = $1', [input.sn])).length > 0;
   for (;;) {
     const existing = (
-      await sql.query<{ device_id: string; registered: boolean }>(
-        'SELECT device_id, registered FROM devices WHERE sn = $1 FOR UPDATE',
+      await sql.query<{ device_id: string; registered: boolean; site_operator_id: string | null }>(
+        // With the operator whose site holds it: a reset charger re-registers only through that operator's group.
+        `SELECT d.device_id, d.registered, s.operator_id AS site_operator_id
+           FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id WHERE d.sn = $1 FOR UPDATE OF d`,
         [input.sn],
       )
     )[0];
@@ -145,9 +147,10 @@ async function registerIn(
       policy: policy.registration,
       allowed,
       attested: policy.enrolment !== undefined,
-      existing: existing && { registered: existing.registered },
+      groupOperatorId: policy.enrolment?.operator_id,
+      existing: existing && { registered: existing.registered, operatorId: existing.site_operator_id },
     });
-    if (decision === 'not_allowed' || decision === 'already_registered') return { kind: decision };
+    if (decision !== 'register_new' && decision !== 'register_again') return { kind: decision };
     const secret = newSecret();
     const sealed = deps.keys.sealSecret(secret);
     const device =

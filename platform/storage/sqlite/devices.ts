@@ -20,7 +20,11 @@ export function createSqliteDevices(deps: {
   const stmt = {
     allowSerial: db.prepare('INSERT OR IGNORE INTO allowed_serials (sn, created_ms) VALUES (?, ?)'),
     isAllowed: db.prepare('SELECT 1 FROM allowed_serials WHERE sn = ?'),
-    deviceBySn: db.prepare('SELECT * FROM devices WHERE sn = ?'),
+    // With the operator whose site holds it: a reset charger re-registers only through that operator's group.
+    deviceBySn: db.prepare(
+      `SELECT d.*, s.operator_id AS site_operator_id FROM devices d LEFT JOIN sites s ON s.site_id = d.site_id
+       WHERE d.sn = ?`,
+    ),
     getDevice: db.prepare('SELECT * FROM devices WHERE device_id = ?'),
     insertDevice: db.prepare(
       `INSERT INTO devices (device_id, sn, model, manufacturer, firmware_version, mac, site_id, registered,
@@ -54,14 +58,20 @@ export function createSqliteDevices(deps: {
     async registerDevice(input, policy) {
       return db
         .transaction((): RegistrationOutcome => {
-          const existing = stmt.deviceBySn.get(input.sn) as RawDevice | undefined;
+          const existing = stmt.deviceBySn.get(input.sn) as
+            | (RawDevice & { site_operator_id: string | null })
+            | undefined;
           const decision = decideRegistration({
             policy: policy.registration,
             allowed: policy.registration !== 'allowlist' || stmt.isAllowed.get(input.sn) !== undefined,
             attested: policy.enrolment !== undefined,
-            existing: existing && { registered: existing.registered === 1 },
+            groupOperatorId: policy.enrolment?.operator_id,
+            existing: existing && {
+              registered: existing.registered === 1,
+              operatorId: existing.site_operator_id,
+            },
           });
-          if (decision === 'not_allowed' || decision === 'already_registered') return { kind: decision };
+          if (decision !== 'register_new' && decision !== 'register_again') return { kind: decision };
           const secret = newSecret();
           const sealed = keys.sealSecret(secret);
           const t = now();

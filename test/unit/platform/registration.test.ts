@@ -31,3 +31,38 @@ describe('decideRegistration', () => {
     expect(decideRegistration({ policy, allowed, attested, existing })).toBe(want);
   });
 });
+
+describe('decideRegistration: a reset charger re-registers through a group of the operator that holds it', () => {
+  it.each<[string | null | undefined, string | undefined, RegistrationPolicy, RegistrationDecision]>([
+    ['op1', 'op1', 'attested', 'register_again'],
+    ['op1', 'op2', 'attested', 'other_operator'],
+    ['op1', undefined, 'attested', 'other_operator'],
+    // In no site: nobody's yet, any group may enrol it.
+    [null, 'op2', 'attested', 'register_again'],
+    [undefined, 'op2', 'attested', 'register_again'],
+    // Without attestation there is no group to compare (an operator reset it on purpose).
+    ['op1', undefined, 'open', 'register_again'],
+  ])('held by %s, group of %s, %s: %s', (holder, group, policy, want) => {
+    expect(
+      decideRegistration({
+        policy,
+        allowed: true,
+        attested: policy === 'attested',
+        groupOperatorId: group,
+        existing: { registered: false, operatorId: holder },
+      }),
+    ).toBe(want);
+  });
+
+  it('a registered charger stays 409 whatever group asks', () => {
+    expect(
+      decideRegistration({
+        policy: 'attested',
+        allowed: true,
+        attested: true,
+        groupOperatorId: 'op2',
+        existing: { registered: true, operatorId: 'op1' },
+      }),
+    ).toBe('already_registered');
+  });
+});
