@@ -31,6 +31,15 @@ describe('webhook URL rules without --webhooks-allow-private', () => {
     ['https://10.0.0.7/x', '10.0.0.7 is not a public address'],
     ['https://169.254.169.254/latest/meta-data', '169.254.169.254 is not a public address'],
     ['https://localhost:9000/x', 'localhost is not allowed'],
+    // The security review's cases (issue 33, finding 8): IPv4-compatible, 6to4, NAT64, site-local.
+    ['https://[::127.0.0.1]/', '::7f00:1 is not a public address'],
+    ['https://[::ffff:127.0.0.1]/', '::ffff:7f00:1 is not a public address'],
+    ['https://[2002:7f00:1::1]/x', '2002:7f00:1::1 is not a public address'],
+    ['https://[64:ff9b::7f00:1]/x', '64:ff9b::7f00:1 is not a public address'],
+    ['https://[64:ff9b:1::a00:7]/x', '64:ff9b:1::a00:7 is not a public address'],
+    ['https://[2001:0:4136:e378::1]/x', '2001:0:4136:e378::1 is not a public address'],
+    ['https://[fec0::1]/x', 'fec0::1 is not a public address'],
+    ['https://192.88.99.1/x', '192.88.99.1 is not a public address'],
   ])('refuses %s', async (url, why) => {
     const res = await tp.http.post('/v1/operator/webhooks', {
       token: tenant.token,
