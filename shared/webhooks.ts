@@ -64,6 +64,19 @@ export const WebhookParams = z.object({ webhook_id: Identifier });
 export const DeliveryParams = z.object({ webhook_id: Identifier, delivery_id: Identifier });
 
 export const DeliveryState = z.enum(['pending', 'succeeded', 'failed']);
+/**
+ * Why the last attempt failed, as a category only (DESIGN.md §18): never a raw address or socket message, which
+ * would make the deliveries log a port scanner for whoever owns the endpoint.
+ */
+export const DeliveryErrorCategory = z.enum([
+  'timeout',
+  'connection_refused',
+  'tls_error',
+  'dns_error',
+  'address_not_allowed',
+  'http_status',
+]);
+export type DeliveryErrorCategory = z.infer<typeof DeliveryErrorCategory>;
 export const WebhookDelivery = z.object({
   delivery_id: z.string(),
   type: z.string(),
@@ -71,7 +84,8 @@ export const WebhookDelivery = z.object({
   attempts: z.number().int(),
   /** HTTP status of the last attempt, or null when it got none (refused, timed out, blocked address). */
   last_status: z.number().int().nullable(),
-  last_error: z.string().nullable(),
+  /** Null when the last attempt succeeded or none was made yet; `http_status`: see `last_status`. */
+  last_error: DeliveryErrorCategory.nullable(),
   next_attempt_at: z.nullable(Timestamp),
   state: DeliveryState,
 });

@@ -94,7 +94,7 @@ describe('webhook URL rules without --webhooks-allow-private', () => {
       (x: { delivery_id: string }) => x.delivery_id === sent.body.data.delivery_id,
     );
     expect(d).toMatchObject({ attempts: 1, state: 'pending', last_status: null });
-    expect(d.last_error).toContain('non-public address');
+    expect(d.last_error).toBe('address_not_allowed');
     expect(receiver.received).toHaveLength(0);
   });
 });
