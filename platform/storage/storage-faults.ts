@@ -30,6 +30,19 @@ export function storageFaultOf(err: unknown): StorageFault | undefined {
   return undefined;
 }
 
+/**
+ * Errors that came out of the PostgreSQL driver (`postgres/database.ts` marks them as they leave it). A socket
+ * error code alone says nothing about whose socket it was: a client that cuts its upload raises ECONNRESET too,
+ * and must not be logged as "the PostgreSQL server cannot be reached" (issue 33).
+ */
+const driverErrors = new WeakSet<object>();
+
+/** Marks `err` as the PostgreSQL driver's own (and returns it, for `throw markDriverError(err)`). */
+export function markDriverError<T>(err: T): T {
+  if (err !== null && typeof err === 'object') driverErrors.add(err);
+  return err;
+}
+
 /** Network errors of the PostgreSQL connection, as Node reports them. */
 const CONNECTION_ERRNOS = new Set([
   'ECONNREFUSED',
@@ -39,19 +52,19 @@ const CONNECTION_ERRNOS = new Set([
   'ENOTFOUND',
   'EPIPE',
 ]);
-/** What `pg` throws, by message, when the server is gone or the pool cannot connect in time. */
+/** What `pg` and `pg-pool` throw, by message (their own wording), when the server is gone or slow to connect. */
 const CONNECTION_MESSAGES =
   /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
 
 /**
  * The storage fault a PostgreSQL error stands for: the server unreachable or shutting down (SQLSTATE class 08,
  * 57P01–57P03), out of disk (53100) or other resources (53), in read-only mode (25006). A constraint or
- * syntax error is a bug, not a fault.
+ * syntax error is a bug, not a fault. Codes count only on errors the driver raised (`markDriverError`).
  */
 function postgresFaultOf(err: unknown): StorageFault | undefined {
   if (!(err instanceof Error)) return undefined;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') {
+  if (typeof code === 'string' && driverErrors.has(err)) {
     if (code === '53100') return { kind: 'full', code, postgres: true };
     if (code === '25006') return { kind: 'read_only', code, postgres: true };
     if (code.startsWith('08') || code.startsWith('53') || /^57P0[123]$/.test(code))
