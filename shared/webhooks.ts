@@ -1,7 +1,15 @@
 import * as z from 'zod';
 import { DeviceEvent, FirmwareStatusReport } from './device-api.js';
 import { ControlStatus } from './operator-api.js';
-import { Identifier, PageQuery, pageOf, TelemetryState, Timestamp } from './primitives.js';
+import {
+  CONTROL_CHARACTERS_MESSAGE,
+  Identifier,
+  PageQuery,
+  pageOf,
+  TelemetryState,
+  Timestamp,
+  WITHOUT_CONTROL_CHARACTERS,
+} from './primitives.js';
 import { ChargingRecord, CommandName, CommandStatus } from './resources.js';
 
 /** Webhooks (DESIGN.md §14): endpoints an API client registers to be told of its devices' events. */
@@ -30,7 +38,7 @@ const events = z
   .max(WEBHOOK_EVENT_TYPES.length + 1)
   .refine((list) => !list.includes('*') || list.length === 1, 'use ["*"] alone, or list event types');
 const url = z.url({ protocol: /^https?$/ }).max(WEBHOOK_URL_MAX);
-const description = z.string().max(256);
+const description = z.string().max(256).regex(WITHOUT_CONTROL_CHARACTERS, CONTROL_CHARACTERS_MESSAGE);
 
 export const WebhookCreate = z.strictObject({ url, events, description: description.optional() });
 export const WebhookUpdate = z
