@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 
 /**
@@ -117,13 +117,15 @@ export function asDataDirError(dataDir: string, err: unknown): unknown {
 }
 
 /**
- * Creates the data directory if needed and fails fast, with a clear message, when it cannot be written
- * (a read-only mount, missing permissions): before anything else opens it.
+ * Creates the data directory if needed (0700) and fails fast, with a clear message, when it cannot be written
+ * (a read-only mount, missing permissions) or is open to other users: before anything else opens it.
  */
 export function ensureWritableDataDir(dataDir: string): void {
+  let mode: number;
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     accessSync(dataDir, constants.W_OK);
+    mode = statSync(dataDir).mode;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR' || code === 'EEXIST')
@@ -132,4 +134,21 @@ export function ensureWritableDataDir(dataDir: string): void {
     if (converted instanceof DataDirError) throw converted;
     throw new DataDirError(`cannot use the data directory ${dataDir}: ${(err as Error).message}`);
   }
+  const refusal = dataDirModeRefusal(dataDir, mode);
+  if (refusal) throw new DataDirError(refusal);
+}
+
+/**
+ * The data directory holds the database (every charger's sealed secret) and, without `--key-file`, the key:
+ * only its owner may enter it (DESIGN.md §18). Any group or other permission is refused, read-only included:
+ * a group that may read the directory may copy the database and, with it, the key.
+ */
+export function dataDirModeRefusal(dataDir: string, mode: number): string | undefined {
+  const open = mode & 0o077;
+  if (open === 0) return undefined;
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return (
+    `the data directory ${dataDir} is open to other users (mode ${octal}); only its owner may use it: ` +
+    `run \`chmod 700 ${dataDir}\` and try again`
+  );
 }
