@@ -187,7 +187,12 @@ describe('technician status', () => {
       receivedAt: iso(T0 - 60_000),
     });
     store.journalInsert(
-      { commandId: 'cmd_esc', command: 'stop', params: { connector_id: 1, reason: hostile }, expiry: iso(T0) },
+      {
+        commandId: 'cmd_esc',
+        command: 'stop',
+        params: { connector_id: 1, reason: hostile },
+        expiry: iso(T0),
+      },
       iso(T0 - 60_000),
     );
     store.recordCommandStatus('cmd_esc', [{ status: 'rejected', reason: hostile }], iso(T0 - 50_000));
