@@ -97,4 +97,25 @@ describe('webhook URL rules without --webhooks-allow-private', () => {
     expect(d.last_error).toBe('address_not_allowed');
     expect(receiver.received).toHaveLength(0);
   });
+
+  it('refuses at delivery a stored URL the policy no longer allows (written before it tightened)', async () => {
+    const created = await tp.http.post('/v1/operator/webhooks', {
+      token: tenant.token,
+      json: { url: 'https://hooks.example.com/old', events: ['webhook.test'] },
+    });
+    expect(created.status, created.text).toBe(200);
+    const id = created.body.data.webhook_id;
+    // As an earlier version let it through: IPv4-compatible loopback, the receiver's own port.
+    const port = new URL(receiver.url).port;
+    await tp.store.updateWebhook(id, { url: `https://[::127.0.0.1]:${port}/hooks` }, Date.now());
+    receiver.trust(created.body.data.secret);
+    const sent = await tp.http.post(`/v1/operator/webhooks/${id}/test`, { token: tenant.token });
+    await tp.platform.webhooks.deliverDue();
+    const log = await tp.http.get(`/v1/operator/webhooks/${id}/deliveries`, { token: tenant.token });
+    const d = log.body.data.items.find(
+      (x: { delivery_id: string }) => x.delivery_id === sent.body.data.delivery_id,
+    );
+    expect(d).toMatchObject({ attempts: 1, last_status: null, last_error: 'address_not_allowed' });
+    expect(receiver.received).toHaveLength(0);
+  });
 });
