@@ -40,6 +40,7 @@ import { startAgent } from './runtime/agent-runtime.js';
 // The technician commands are loaded when one runs, never by `run`: the agent at cadence does not carry their
 // code (diag alone brings all of undici and more schemas; docs/benchmarks.md, "Agent footprint").
 import { DEFAULT_DIAG_TIMEOUT_MS, TECH_EXIT } from './technician/read-store.js';
+import { jsonForTerminal } from './technician/terminal-text.js';
 import { AGENT_VERSION } from './version.js';
 
 // A schedule's zone is valid here when the agent can read its rules: from the tz database without Intl.
@@ -199,7 +200,8 @@ const absolute = <T extends TechOptions>(options: T): T => ({
   dataDir: path.resolve(options.dataDir),
 });
 
-const asJson = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+/** JSON escapes C0 itself; DEL, C1 and bidi controls from the platform are escaped too (terminal-text.ts). */
+const asJson = (value: unknown) => `${jsonForTerminal(JSON.stringify(value, null, 2))}\n`;
 
 interface TechOptions {
   dataDir: string;

@@ -134,6 +134,7 @@ export function addServeCommand(program: Command): void {
           rollupDays: o.retentionRollupDays,
         },
         dataDir: o.dataDir,
+        keyFile: o.keyFile,
         database: o.database,
         redis: o.redis,
         instanceId: o.instanceId,

@@ -4,9 +4,9 @@ import { Command } from 'commander';
 import { isIanaTimezone } from '../shared/index.js';
 import { addClientsCommands } from './cli-clients.js';
 import { addEnrolmentsCommand } from './cli-enrolments.js';
-import { databaseOption } from './cli-options.js';
+import { addKeyFileOptions, databaseOption } from './cli-options.js';
 import { addServeCommand } from './cli-serve.js';
-import { loadOrCreatePlatformKeys } from './platform-keys.js';
+import { loadOrCreatePlatformKeys, PlatformKeyError } from './platform-keys.js';
 import { ConfigError } from './serve.js';
 import { type DatabaseChoice, describeChoice, hasDeployment, openStore } from './storage/open-store.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
@@ -26,12 +26,12 @@ function print(json: boolean | undefined, data: unknown, human: string): void {
  * mistyped `--data-dir` says so instead of answering from (and leaving behind) an empty deployment.
  */
 async function withStore<T>(
-  o: { dataDir: string; database: DatabaseChoice },
+  o: { dataDir: string; database: DatabaseChoice; keyFile?: string },
   fn: (store: Store) => Promise<T>,
   { create = false }: { create?: boolean } = {},
 ): Promise<T> {
-  const { dataDir, database } = o;
-  if (!create && !hasDeployment(database, dataDir)) {
+  const { dataDir, database, keyFile } = o;
+  if (!create && !hasDeployment(database, dataDir, keyFile)) {
     const missing = database.kind === 'sqlite' ? describeChoice(database, dataDir) : 'keys/platform.key';
     throw new UserError(
       `no platform deployment in ${dataDir} (no ${missing}): check --data-dir; ` +
@@ -39,7 +39,7 @@ async function withStore<T>(
     );
   }
   ensureWritableDataDir(dataDir);
-  const store = await openStore(database, dataDir, loadOrCreatePlatformKeys(dataDir)).catch(
+  const store = await openStore(database, dataDir, loadOrCreatePlatformKeys(dataDir, { keyFile })).catch(
     (err: unknown) => {
       throw asDataDirError(dataDir, err);
     },
@@ -167,9 +167,11 @@ devices
   });
 
 addEnrolmentsCommand(program, withStore);
+// After every command is defined (other modules add theirs): --key-file wherever --data-dir is taken.
+addKeyFileOptions(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof UserError || err instanceof ConfigError) {
+  if (err instanceof UserError || err instanceof ConfigError || err instanceof PlatformKeyError) {
     process.stderr.write(`charger-platform: ${err.message}\n`);
     process.exit(1);
   }

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import { ErrorCode, type ErrorResponse } from '../shared/index.js';
 import { ApiError } from './api-error.js';
@@ -103,6 +104,11 @@ declare module 'fastify' {
   }
 }
 
+/** The client closed the connection before its request was read whole. */
+function clientWentAway(raw: IncomingMessage): boolean {
+  return raw.destroyed && !raw.complete;
+}
+
 export function installErrorHandling(
   app: FastifyInstance,
   logStorageFault: StorageFaultLog = createStorageFaultLog(),
@@ -110,6 +116,12 @@ export function installErrorHandling(
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const fault = err instanceof ApiError ? undefined : storageFaultOf(err);
     if (fault) logStorageFault(request.log, fault);
+    else if (clientWentAway(request.raw)) {
+      // The client cut its request (an upload mid-body, a closed long poll): nothing of ours failed, and
+      // nobody is left to answer. Not an error of the platform, still worth a line.
+      request.log.info({ code: (err as { code?: unknown }).code }, 'request aborted by the client');
+      return reply.code(400).send();
+    }
     let api = err instanceof ApiError ? err : fault ? storageFaultError(fault) : fromFastify(err);
     if (!api) {
       // Never leak stack traces, SQL or paths: log them, answer a bare 9001.

@@ -1,7 +1,7 @@
 import { ACCESS_TOKEN_TTL_SECONDS } from '../shared/index.js';
 import { createRedisLink, type RedisLink, redactedUrl } from './coordination/redis-link.js';
 import type { RegistrationPolicy } from './domain/registration.js';
-import { loadOrCreatePlatformKeys } from './platform-keys.js';
+import { loadOrCreatePlatformKeys, PlatformKeyError } from './platform-keys.js';
 import { ensureSandbox, type SandboxInfo } from './sandbox-seed.js';
 import { buildPlatform, defaultInstanceId, type Platform } from './server.js';
 import { type DatabaseChoice, describeChoice, openStore, PlatformKeyMismatch } from './storage/open-store.js';
@@ -17,6 +17,8 @@ import { ensureSelfSignedCertificate, loadCertificate, type TlsMaterial } from '
 
 export interface ServeOptions {
   dataDir: string;
+  /** `--key-file`: the platform key outside the data directory (DESIGN.md §18). */
+  keyFile?: string | undefined;
   /** Default: SQLite in the data directory. */
   database?: DatabaseChoice | undefined;
   host: string;
@@ -72,6 +74,14 @@ export const DEFAULT_METRICS_PORT = 9464;
 
 const ENV_SETTING = 'environment';
 
+function keysOrConfigError(opts: ServeOptions) {
+  try {
+    return loadOrCreatePlatformKeys(opts.dataDir, { keyFile: opts.keyFile });
+  } catch (err) {
+    throw err instanceof PlatformKeyError ? new ConfigError(err.message) : err;
+  }
+}
+
 /** Opens the data directory, prepares TLS and (in the sandbox) seed data, and listens. */
 export async function startServing(opts: ServeOptions): Promise<RunningPlatform> {
   if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey))
@@ -85,7 +95,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
   if (opts.redis !== undefined) checkRedisUrl(opts.redis, database);
   // A read-only or unwritable data directory fails here, naming it, before anything is opened.
   ensureWritableDataDir(opts.dataDir);
-  const keys = loadOrCreatePlatformKeys(opts.dataDir);
+  const keys = keysOrConfigError(opts);
   const store = await openStore(database, opts.dataDir, keys, {
     server: true,
     ...(opts.retention ? { retention: opts.retention } : {}),

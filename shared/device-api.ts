@@ -8,7 +8,7 @@ import {
   REASON_MAX_LENGTH,
   TELEMETRY_BATCH_MAX,
 } from './limits.js';
-import { HeartbeatStatus, Identifier, Soc, TelemetryState, Text, Timestamp } from './primitives.js';
+import { freeText, HeartbeatStatus, Identifier, Soc, TelemetryState, Text, Timestamp } from './primitives.js';
 import { CommandStatus, PendingCommand } from './resources.js';
 
 // POST /v1/device/register
@@ -137,7 +137,7 @@ export const ReportedCommandStatus = z.enum(['accepted', 'rejected', 'succeeded'
 export type ReportedCommandStatus = z.infer<typeof ReportedCommandStatus>;
 export const CommandStatusReport = z.object({
   status: ReportedCommandStatus,
-  reason: z.optional(z.string().check(z.maxLength(REASON_MAX_LENGTH))),
+  reason: z.optional(freeText(REASON_MAX_LENGTH)),
   /** When the charger reached this status (its clock). */
   timestamp: z.optional(Timestamp),
 });
@@ -158,7 +158,7 @@ export const DeviceEvent = z.object({
   severity: z._default(EventSeverity, 'info'),
   timestamp: Timestamp,
   connector_id: z.optional(z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX))),
-  message: z.optional(z.string().check(z.maxLength(REASON_MAX_LENGTH))),
+  message: z.optional(freeText(REASON_MAX_LENGTH)),
   data: z.optional(
     z.record(
       z.string(),
@@ -225,7 +225,7 @@ export const FirmwareStatusReport = z.object({
   status: FirmwareState,
   version: z.optional(Text.check(z.maxLength(64))),
   progress: z.optional(z.int().check(z.minimum(0), z.maximum(100))),
-  message: z.optional(z.string().check(z.maxLength(REASON_MAX_LENGTH))),
+  message: z.optional(freeText(REASON_MAX_LENGTH)),
   timestamp: Timestamp,
 });
 export type FirmwareStatusReport = z.infer<typeof FirmwareStatusReport>;

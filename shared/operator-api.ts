@@ -1,7 +1,16 @@
 import * as z from 'zod';
 import { envelopeOf } from './envelope.js';
 import { CONTROL_DURATION_MAX_SECONDS, FLEXIBILITY_TARGET_IDS_MAX, REASON_MAX_LENGTH } from './limits.js';
-import { ConnectorIdParam, Identifier, PageQuery, pageOf, Soc, Timestamp } from './primitives.js';
+import {
+  CONTROL_CHARACTERS_MESSAGE,
+  ConnectorIdParam,
+  Identifier,
+  PageQuery,
+  pageOf,
+  Soc,
+  Timestamp,
+  WITHOUT_CONTROL_CHARACTERS,
+} from './primitives.js';
 import { ChargingRecord, CommandName, CommandStatus, Device, QueuedCommand, Site } from './resources.js';
 import { ChargingSchedule } from './schedule.js';
 
@@ -52,7 +61,7 @@ export const ChargingRecordsResponse = envelopeOf(ChargingRecordsPage);
 // POST .../connectors/{connector_id}/stop
 export const StopRequest = z.strictObject({
   /** Optional; defaults to `user_request`. */
-  reason: z.string().min(1).max(64).optional(),
+  reason: z.string().min(1).max(64).regex(WITHOUT_CONTROL_CHARACTERS, CONTROL_CHARACTERS_MESSAGE).optional(),
 });
 export type StopRequest = z.infer<typeof StopRequest>;
 
@@ -87,7 +96,11 @@ const flexTarget = {
   target_ids: z.array(Identifier).min(1).max(FLEXIBILITY_TARGET_IDS_MAX).optional(),
 };
 const flexDuration = z.number().int().min(1).max(CONTROL_DURATION_MAX_SECONDS);
-const flexReason = z.string().max(REASON_MAX_LENGTH).optional();
+const flexReason = z
+  .string()
+  .max(REASON_MAX_LENGTH)
+  .regex(WITHOUT_CONTROL_CHARACTERS, CONTROL_CHARACTERS_MESSAGE)
+  .optional();
 export const FlexibilityRequest = z
   .discriminatedUnion('command', [
     z.strictObject({

@@ -40,6 +40,27 @@ export const Text = z.string().check(
   z.regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
 );
 
+/**
+ * Control characters: C0 (tab and newline included), DEL and C1. Free text fields are single-line and end up on
+ * terminals and in logs (DESIGN.md §18): ESC or CSI in a reason would drive the technician's terminal.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+export const WITHOUT_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+export const CONTROL_CHARACTERS_MESSAGE = 'must not contain control characters (tab and newline included)';
+
+/** Free text (`reason`, `message`, `description`): single-line, up to `max` characters, no control characters. */
+export function freeText(max: number) {
+  return z.string().check(z.maxLength(max), z.regex(WITHOUT_CONTROL_CHARACTERS, CONTROL_CHARACTERS_MESSAGE));
+}
+
+/** `text` with every control character replaced by a space: for text this side sends as free text. */
+export function replaceControlCharacters(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is the point
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
+}
+
 export const Soc = z.int().check(z.minimum(0), z.maximum(100));
 
 export const ConnectorState = z.enum(['idle', 'charging', 'discharging', 'fault', 'unavailable']);

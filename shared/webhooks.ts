@@ -1,7 +1,15 @@
 import * as z from 'zod';
 import { DeviceEvent, FirmwareStatusReport } from './device-api.js';
 import { ControlStatus } from './operator-api.js';
-import { Identifier, PageQuery, pageOf, TelemetryState, Timestamp } from './primitives.js';
+import {
+  CONTROL_CHARACTERS_MESSAGE,
+  Identifier,
+  PageQuery,
+  pageOf,
+  TelemetryState,
+  Timestamp,
+  WITHOUT_CONTROL_CHARACTERS,
+} from './primitives.js';
 import { ChargingRecord, CommandName, CommandStatus } from './resources.js';
 
 /** Webhooks (DESIGN.md §14): endpoints an API client registers to be told of its devices' events. */
@@ -30,7 +38,7 @@ const events = z
   .max(WEBHOOK_EVENT_TYPES.length + 1)
   .refine((list) => !list.includes('*') || list.length === 1, 'use ["*"] alone, or list event types');
 const url = z.url({ protocol: /^https?$/ }).max(WEBHOOK_URL_MAX);
-const description = z.string().max(256);
+const description = z.string().max(256).regex(WITHOUT_CONTROL_CHARACTERS, CONTROL_CHARACTERS_MESSAGE);
 
 export const WebhookCreate = z.strictObject({ url, events, description: description.optional() });
 export const WebhookUpdate = z
@@ -64,6 +72,19 @@ export const WebhookParams = z.object({ webhook_id: Identifier });
 export const DeliveryParams = z.object({ webhook_id: Identifier, delivery_id: Identifier });
 
 export const DeliveryState = z.enum(['pending', 'succeeded', 'failed']);
+/**
+ * Why the last attempt failed, as a category only (DESIGN.md §18): never a raw address or socket message, which
+ * would make the deliveries log a port scanner for whoever owns the endpoint.
+ */
+export const DeliveryErrorCategory = z.enum([
+  'timeout',
+  'connection_refused',
+  'tls_error',
+  'dns_error',
+  'address_not_allowed',
+  'http_status',
+]);
+export type DeliveryErrorCategory = z.infer<typeof DeliveryErrorCategory>;
 export const WebhookDelivery = z.object({
   delivery_id: z.string(),
   type: z.string(),
@@ -71,7 +92,8 @@ export const WebhookDelivery = z.object({
   attempts: z.number().int(),
   /** HTTP status of the last attempt, or null when it got none (refused, timed out, blocked address). */
   last_status: z.number().int().nullable(),
-  last_error: z.string().nullable(),
+  /** Null when the last attempt succeeded or none was made yet; `http_status`: see `last_status`. */
+  last_error: DeliveryErrorCategory.nullable(),
   next_attempt_at: z.nullable(Timestamp),
   state: DeliveryState,
 });

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { DeviceEvent } from '../../shared/device-api.js';
+import { replaceControlCharacters } from '../../shared/primitives.js';
 import { iso } from '../clock.js';
 import type { HardwareEvent } from '../hal.js';
 
@@ -25,7 +26,8 @@ export function toDeviceEvent(event: HardwareEvent, eventId: string): DeviceEven
         ...base,
         kind: 'fault_raised',
         severity: 'error',
-        message: `fault ${event.faultCode}`,
+        // The platform refuses control characters in a message; a HAL's fault code is not ours to trust.
+        message: replaceControlCharacters(`fault ${event.faultCode}`),
         data: { fault_code: event.faultCode },
       };
     case 'fault_cleared':

@@ -108,6 +108,25 @@ interface RawResponse {
 const USER_AGENT = `charger-agent/${AGENT_VERSION}`;
 
 /**
+ * The most the agent reads of any answer (DESIGN.md §18). The platform's largest (a heartbeat or long poll with
+ * its commands, schedules included) is a few tens of KiB; whatever sends more is not the platform speaking, and
+ * a charger's memory is small.
+ */
+export const ANSWER_MAX_BYTES = 1024 * 1024;
+
+/** An answer past `ANSWER_MAX_BYTES`: the request fails (retryable, as any malformed answer), its connection dropped. */
+class AnswerTooLarge extends Error {
+  constructor(readonly declared: number | undefined) {
+    super(
+      declared !== undefined
+        ? `answer of ${declared} bytes declared, above the ${ANSWER_MAX_BYTES}-byte limit; connection dropped`
+        : `answer above the ${ANSWER_MAX_BYTES}-byte limit; connection dropped`,
+    );
+    this.name = 'AnswerTooLarge';
+  }
+}
+
+/**
  * Collects one answer for `send`, on undici's dispatch interface: the body gathered as bytes, with no stream,
  * abort controller or event listener per request (a charger's CPU is small; a fleet simulator runs thousands).
  *
@@ -120,6 +139,7 @@ class AnswerCollector implements Dispatcher.DispatchHandler {
   private status = 0;
   private headers: Record<string, string | string[] | undefined> = {};
   private readonly chunks: Buffer[] = [];
+  private received = 0;
   private started = false;
   private settled = false;
   /** Why the request was given up before undici handed over its controller. */
@@ -166,9 +186,20 @@ class AnswerCollector implements Dispatcher.DispatchHandler {
     this.started = true;
     this.status = statusCode;
     this.headers = headers;
+    // Refused before a byte of the body is read when the answer says how long it is.
+    const declared = Number(headers['content-length']);
+    if (Number.isFinite(declared) && declared > ANSWER_MAX_BYTES) this.abort(new AnswerTooLarge(declared));
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.received += chunk.length;
+    if (this.received > ANSWER_MAX_BYTES) {
+      // Aborting the request destroys its connection: nothing more of this answer is read.
+      this.chunks.length = 0;
+      this.abort(new AnswerTooLarge(undefined));
+      return;
+    }
     this.chunks.push(chunk);
   }
 
@@ -190,6 +221,15 @@ class AnswerCollector implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (!this.finish()) return;
     const { method, path } = this.call;
+    if (error instanceof AnswerTooLarge) {
+      this.reject(
+        new PlatformError('malformed', `${method} ${path}: ${error.message}`, {
+          status: this.status,
+          cause: error,
+        }),
+      );
+      return;
+    }
     const what = this.started
       ? `reading the answer failed: ${describeNetworkError(error)}`
       : describeNetworkError(error);

@@ -19,6 +19,7 @@
 import type { Logger } from 'pino';
 import type { ReportedCommandStatus } from '../../shared/device-api.js';
 import { REASON_MAX_LENGTH } from '../../shared/limits.js';
+import { replaceControlCharacters } from '../../shared/primitives.js';
 import type { CommandName } from '../../shared/resources.js';
 import { type Clock, iso } from '../clock.js';
 import { checkCommand, type ParsedCommand, parsedOf } from '../core/command-checks.js';
@@ -35,8 +36,9 @@ import type { AgentStore, JournalEntry } from '../store/agent-store.js';
 import type { ControlLoop } from './control-loop.js';
 import type { SerialRunner } from './serial-runner.js';
 
-/** Reasons travel to the platform: keep them within its limit. */
-function clip(reason: string): string {
+/** Reasons travel to the platform: keep them within its limit, on one line (it refuses control characters). */
+function clip(raw: string): string {
+  const reason = replaceControlCharacters(raw);
   return reason.length > REASON_MAX_LENGTH ? `${reason.slice(0, REASON_MAX_LENGTH - 1)}…` : reason;
 }
 

@@ -4,6 +4,8 @@
  * Times are UTC ISO-8601 without milliseconds — the same clock as the agent's log lines — with a relative age.
  */
 
+import { printable } from './terminal-text.js';
+
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
@@ -70,7 +72,9 @@ export function clip(text: string, max: number): string {
 /**
  * Aligns rows into columns (two spaces apart); the last column is not padded. `indent` prefixes each line.
  */
-export function table(rows: ReadonlyArray<ReadonlyArray<string>>, indent = ''): string[] {
+export function table(raw: ReadonlyArray<ReadonlyArray<string>>, indent = ''): string[] {
+  // Cells may hold the platform's text: made printable before they are measured.
+  const rows = raw.map((row) => row.map(printable));
   const widths: number[] = [];
   for (const row of rows) {
     row.forEach((cell, i) => {
@@ -90,5 +94,5 @@ export function table(rows: ReadonlyArray<ReadonlyArray<string>>, indent = ''): 
 /** `label  value` lines with the labels padded to one width. */
 export function fields(pairs: ReadonlyArray<readonly [string, string]>, indent = ''): string[] {
   const width = Math.max(0, ...pairs.map(([label]) => label.length));
-  return pairs.map(([label, value]) => `${indent}${label.padEnd(width)}  ${value}`);
+  return pairs.map(([label, value]) => `${indent}${label.padEnd(width)}  ${printable(value)}`);
 }

@@ -11,6 +11,7 @@ import type { AgentStore } from '../store/agent-store.js';
 import { clip, isoShort, kw, relative, table, when } from './format.js';
 import { type LimitReport, limitReport } from './limit-report.js';
 import { type ConnectorPolicyView, connectorPolicy, describeMode } from './policy.js';
+import { printableLines } from './terminal-text.js';
 
 export interface ScheduleView {
   schedule: StoredSchedule;
@@ -180,7 +181,7 @@ export function renderSchedules(r: SchedulesReport): string {
       ),
     );
   }
-  return `${lines.join('\n')}\n`;
+  return printableLines(`${lines.join('\n')}\n`);
 }
 
 export interface CommandsReport {
@@ -230,5 +231,5 @@ export function renderCommands(r: CommandsReport, now = Date.now()): string {
     ]),
   ]);
   lines.push('', `${r.commands.length} of ${r.total} journaled command(s), newest first.`);
-  return `${lines.join('\n')}\n`;
+  return printableLines(`${lines.join('\n')}\n`);
 }

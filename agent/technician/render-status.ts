@@ -15,6 +15,7 @@ import {
 } from './format.js';
 import { describeMode } from './policy.js';
 import type { CommandSummary, ConnectorStatus, noStoreReport, StatusReport, StatusState } from './status.js';
+import { printableLines } from './terminal-text.js';
 
 const STATE_LINE: Record<StatusState, string> = {
   healthy: 'HEALTHY',
@@ -161,7 +162,7 @@ export function renderStatus(r: StatusReport): string {
     lines.push('Recent commands (newest first):');
     lines.push(...commandTable(r.recent_commands, now, '  '));
   }
-  return `${lines.join('\n')}\n`;
+  return printableLines(`${lines.join('\n')}\n`);
 }
 
 export function commandTable(commands: readonly CommandSummary[], now: number, indent = ''): string[] {
@@ -181,5 +182,7 @@ export function commandTable(commands: readonly CommandSummary[], now: number, i
 }
 
 export function renderNoStore(r: ReturnType<typeof noStoreReport>): string {
-  return `charger-agent status — ${STATE_LINE[r.state]}\n\n${r.problems.join('\n')}\n  hint: ${r.hint}\n`;
+  return printableLines(
+    `charger-agent status — ${STATE_LINE[r.state]}\n\n${r.problems.join('\n')}\n  hint: ${r.hint}\n`,
+  );
 }

@@ -1,3 +1,5 @@
+import type { DeliveryErrorCategory } from '../../shared/index.js';
+
 /**
  * What happens after a webhook delivery attempt (DESIGN.md §14), as pure rules: the retry schedule, the
  * receiver's `Retry-After`, a 410 and the endpoint that has done nothing but fail for five days.
@@ -25,7 +27,7 @@ export const MAX_RETRY_WAIT_MS = Math.max(...RETRY_DELAYS_MS);
 export type AttemptResult =
   | { kind: 'delivered'; status: number }
   /** Any other answer, or none (refused, timed out, blocked address): `status` null then. */
-  | { kind: 'failed'; status: number | null; error: string; retryAfterSeconds?: number };
+  | { kind: 'failed'; status: number | null; error: DeliveryErrorCategory; retryAfterSeconds?: number };
 
 export interface AfterAttempt {
   state: 'pending' | 'succeeded' | 'failed';

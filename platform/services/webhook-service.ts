@@ -12,6 +12,7 @@ import { newId } from '../ids.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type { DeliveryRow, Page, Store, WebhookChanges, WebhookRow } from '../storage/store.js';
 import { literalHostRefusal } from '../webhooks/address-policy.js';
+import { storedErrorCategory } from '../webhooks/delivery-errors.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
 import type { WebhookEvents } from '../webhooks/webhook-events.js';
 
@@ -168,7 +169,7 @@ export function deliveryView(row: DeliveryRow): WebhookDelivery {
     created_at: iso(row.created_ms),
     attempts: row.attempts,
     last_status: row.last_status,
-    last_error: row.last_error,
+    last_error: storedErrorCategory(row.last_error),
     next_attempt_at:
       row.state === 'pending' && row.next_attempt_ms !== null ? iso(row.next_attempt_ms) : null,
     state: row.state,

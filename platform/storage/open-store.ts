@@ -4,6 +4,7 @@ import type { PlatformKeys } from '../platform-keys.js';
 import { createPostgresStore, describeDatabase, isPostgresUrl } from './postgres/store.js';
 import type { RetentionPolicy } from './retention-policy.js';
 import { createSqliteStore, DATABASE_FILE } from './sqlite/store.js';
+import { storageFaultOf } from './storage-faults.js';
 import type { Store } from './store.js';
 
 /**
@@ -27,10 +28,10 @@ export function describeChoice(choice: DatabaseChoice, dataDir: string): string 
 }
 
 /** Whether `dataDir` (with `choice`) holds a deployment: its database file, or for PostgreSQL its key. */
-export function hasDeployment(choice: DatabaseChoice, dataDir: string): boolean {
+export function hasDeployment(choice: DatabaseChoice, dataDir: string, keyFile?: string): boolean {
   return choice.kind === 'sqlite'
     ? existsSync(join(dataDir, DATABASE_FILE))
-    : existsSync(join(dataDir, 'keys', 'platform.key'));
+    : existsSync(keyFile ?? join(dataDir, 'keys', 'platform.key'));
 }
 
 export interface OpenStoreOptions {
@@ -56,20 +57,31 @@ export async function openStore(
   const now = opts.now ?? Date.now;
   const retention = opts.retention ? { retention: opts.retention } : {};
   if (choice.kind === 'sqlite') {
-    return createSqliteStore(dataDir, keys, now, {
+    const store = await createSqliteStore(dataDir, keys, now, {
       backgroundCheckpoints: opts.server ?? false,
       ...retention,
       ...(opts.onCheckpointerFailure ? { onCheckpointerFailure: opts.onCheckpointerFailure } : {}),
       ...(opts.onReaderFailure ? { onReaderFailure: opts.onReaderFailure } : {}),
     });
+    return checkedWith(store, keys, { tolerateFaults: true });
   }
   const store = await createPostgresStore(choice.url, keys, now, {
     backgroundMaintenance: opts.server ?? false,
     ...retention,
   });
+  return checkedWith(store, keys);
+}
+
+async function checkedWith(
+  store: Store,
+  keys: PlatformKeys,
+  { tolerateFaults = false }: { tolerateFaults?: boolean } = {},
+): Promise<Store> {
   try {
-    await checkPlatformKey(store, keys, dataDir);
+    await checkPlatformKey(store, keys);
   } catch (err) {
+    // A SQLite deployment starts on a full disk (it serves reads): its check is recorded on a later start.
+    if (tolerateFaults && storageFaultOf(err)) return store;
     await store.close();
     throw err;
   }
@@ -78,9 +90,10 @@ export async function openStore(
 
 /**
  * Instances sharing a PostgreSQL database must share the platform key (it seals the stored secrets and signs
- * tokens): a database remembers a value sealed with its key, and refuses a data directory with another.
+ * tokens): a database remembers a value sealed with its key, and refuses another. On SQLite the same catches a
+ * wrong `--key-file` (DESIGN.md §18).
  */
-async function checkPlatformKey(store: Store, keys: PlatformKeys, dataDir: string): Promise<void> {
+async function checkPlatformKey(store: Store, keys: PlatformKeys): Promise<void> {
   const sealed = await store.getSetting(KEY_CHECK_SETTING);
   if (sealed === undefined) {
     await store.setSetting(KEY_CHECK_SETTING, keys.sealSecret(KEY_CHECK_TEXT));
@@ -94,8 +107,8 @@ async function checkPlatformKey(store: Store, keys: PlatformKeys, dataDir: strin
   }
   if (opened !== KEY_CHECK_TEXT) {
     throw new PlatformKeyMismatch(
-      `the database was set up with another platform key than ${join(dataDir, 'keys', 'platform.key')}: ` +
-        'copy that file from the data directory of the instance that set it up',
+      `the database was set up with another platform key than ${keys.path}: ` +
+        'copy the key of the instance that set it up there (or give that key with --key-file)',
     );
   }
 }

@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 
 /**
@@ -30,6 +30,19 @@ export function storageFaultOf(err: unknown): StorageFault | undefined {
   return undefined;
 }
 
+/**
+ * Errors that came out of the PostgreSQL driver (`postgres/database.ts` marks them as they leave it). A socket
+ * error code alone says nothing about whose socket it was: a client that cuts its upload raises ECONNRESET too,
+ * and must not be logged as "the PostgreSQL server cannot be reached" (issue 33).
+ */
+const driverErrors = new WeakSet<object>();
+
+/** Marks `err` as the PostgreSQL driver's own (and returns it, for `throw markDriverError(err)`). */
+export function markDriverError<T>(err: T): T {
+  if (err !== null && typeof err === 'object') driverErrors.add(err);
+  return err;
+}
+
 /** Network errors of the PostgreSQL connection, as Node reports them. */
 const CONNECTION_ERRNOS = new Set([
   'ECONNREFUSED',
@@ -39,19 +52,19 @@ const CONNECTION_ERRNOS = new Set([
   'ENOTFOUND',
   'EPIPE',
 ]);
-/** What `pg` throws, by message, when the server is gone or the pool cannot connect in time. */
+/** What `pg` and `pg-pool` throw, by message (their own wording), when the server is gone or slow to connect. */
 const CONNECTION_MESSAGES =
   /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
 
 /**
  * The storage fault a PostgreSQL error stands for: the server unreachable or shutting down (SQLSTATE class 08,
  * 57P01–57P03), out of disk (53100) or other resources (53), in read-only mode (25006). A constraint or
- * syntax error is a bug, not a fault.
+ * syntax error is a bug, not a fault. Codes count only on errors the driver raised (`markDriverError`).
  */
 function postgresFaultOf(err: unknown): StorageFault | undefined {
   if (!(err instanceof Error)) return undefined;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') {
+  if (typeof code === 'string' && driverErrors.has(err)) {
     if (code === '53100') return { kind: 'full', code, postgres: true };
     if (code === '25006') return { kind: 'read_only', code, postgres: true };
     if (code.startsWith('08') || code.startsWith('53') || /^57P0[123]$/.test(code))
@@ -104,13 +117,15 @@ export function asDataDirError(dataDir: string, err: unknown): unknown {
 }
 
 /**
- * Creates the data directory if needed and fails fast, with a clear message, when it cannot be written
- * (a read-only mount, missing permissions): before anything else opens it.
+ * Creates the data directory if needed (0700) and fails fast, with a clear message, when it cannot be written
+ * (a read-only mount, missing permissions) or is open to other users: before anything else opens it.
  */
 export function ensureWritableDataDir(dataDir: string): void {
+  let mode: number;
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     accessSync(dataDir, constants.W_OK);
+    mode = statSync(dataDir).mode;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR' || code === 'EEXIST')
@@ -119,4 +134,21 @@ export function ensureWritableDataDir(dataDir: string): void {
     if (converted instanceof DataDirError) throw converted;
     throw new DataDirError(`cannot use the data directory ${dataDir}: ${(err as Error).message}`);
   }
+  const refusal = dataDirModeRefusal(dataDir, mode);
+  if (refusal) throw new DataDirError(refusal);
+}
+
+/**
+ * The data directory holds the database (every charger's sealed secret) and, without `--key-file`, the key:
+ * only its owner may enter it (DESIGN.md §18). Any group or other permission is refused, read-only included:
+ * a group that may read the directory may copy the database and, with it, the key.
+ */
+export function dataDirModeRefusal(dataDir: string, mode: number): string | undefined {
+  const open = mode & 0o077;
+  if (open === 0) return undefined;
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return (
+    `the data directory ${dataDir} is open to other users (mode ${octal}); only its owner may use it: ` +
+    `run \`chmod 700 ${dataDir}\` and try again`
+  );
 }

@@ -4,6 +4,7 @@ import { type AttemptResult, afterAttempt, retryAfterSeconds } from '../domain/w
 import type { PlatformKeys } from '../platform-keys.js';
 import type { DeliveryRow, Store, WebhookRow } from '../storage/store.js';
 import { literalHostRefusal, publicOnlyLookup } from './address-policy.js';
+import { attemptErrorCategory } from './delivery-errors.js';
 import { signatureHeader } from './signing.js';
 
 export interface DispatcherOptions {
@@ -27,7 +28,6 @@ const PER_WEBHOOK = 2;
 /** A claimed delivery is this instance's for this long: longer than an attempt can take. */
 const LEASE_MS = 30_000;
 const TIMEOUT_MS = 15_000;
-const ERROR_TEXT_MAX = 200;
 
 /**
  * Sends queued deliveries (DESIGN.md §14): claims due ones from the durable queue, POSTs each signed with the
@@ -141,8 +141,9 @@ export function createWebhookDispatcher(opts: DispatcherOptions) {
 
   async function send(hook: WebhookRow, d: DeliveryRow): Promise<AttemptResult> {
     const url = new URL(hook.url);
+    // A URL stored before the address policy last tightened is judged again here, at every attempt.
     const refusal = opts.allowPrivate ? undefined : literalHostRefusal(url);
-    if (refusal) return { kind: 'failed', status: null, error: refusal };
+    if (refusal) return { kind: 'failed', status: null, error: 'address_not_allowed' };
     const at = now();
     const secrets = [opts.keys.openSecret(hook.secret_sealed)];
     if (hook.previous_secret_sealed && (hook.previous_secret_until_ms ?? 0) > at)
@@ -169,11 +170,13 @@ export function createWebhookDispatcher(opts: DispatcherOptions) {
       return {
         kind: 'failed',
         status: res.statusCode,
-        error: `HTTP ${res.statusCode}`,
+        error: 'http_status',
         ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
       };
     } catch (err) {
-      return { kind: 'failed', status: null, error: describe(err) };
+      // The raw error stays in the platform's own log (debug), never in what the endpoint's owner reads.
+      log.debug({ err, webhook_id: hook.webhook_id, delivery_id: d.delivery_id }, 'webhook attempt failed');
+      return { kind: 'failed', status: null, error: attemptErrorCategory(err) };
     }
   }
 
@@ -217,11 +220,4 @@ function unchanged(d: DeliveryRow, hook: WebhookRow) {
 
 function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-function describe(err: unknown): string {
-  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-  const cause = e.cause ?? e;
-  const text = cause.code ? `${cause.code}: ${cause.message}` : (cause.message ?? String(err));
-  return text.slice(0, ERROR_TEXT_MAX);
 }

@@ -46,7 +46,7 @@ export async function startBenchPlatform(
   options: BenchPlatformOptions = {},
 ): Promise<BenchPlatform> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-bench-')));
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // In the environment rather than on the command line: a URL's password stays out of the process list. Set
   // even for SQLite, so that a CHARGER_PLATFORM_DATABASE inherited from the shell never switches a bench over.
   const env = { ...process.env, CHARGER_PLATFORM_DATABASE: options.database ?? 'sqlite' };

@@ -101,6 +101,22 @@ describe('the document', () => {
       expect(String(p.schema.pattern ?? ''), p.at).not.toMatch(/^\^(-\?)?\\d\{[\d,]+\}\$$/);
   });
 
+  it("names the categories of a webhook delivery's last_error, never free text", () => {
+    const deliveries = doc.paths['/v1/operator/webhooks/{webhook_id}/deliveries'].get.responses['200'];
+    const item = deliveries.content['application/json'].schema.properties.data.properties.items.items;
+    const lastError = JSON.stringify(item.properties.last_error);
+    const categories = [
+      'timeout',
+      'connection_refused',
+      'tls_error',
+      'dns_error',
+      'address_not_allowed',
+      'http_status',
+    ];
+    expect(lastError).toContain(`"enum":${JSON.stringify(categories)}`);
+    expect(item.required).toContain('last_error');
+  });
+
   it('names the platform it was fetched from in servers', async () => {
     expect(doc.servers).toEqual([{ url: tp.url, description: expect.any(String) }]);
     // (A name the test certificate carries: undici checks the certificate against the Host asked.)

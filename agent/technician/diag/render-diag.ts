@@ -1,4 +1,6 @@
 /** The diag report for people: one line per check, its hint below when there is something to do. */
+
+import { printableLines } from '../terminal-text.js';
 import type { CheckStatus } from './outcome.js';
 import type { DiagReport } from './run-diag.js';
 
@@ -22,5 +24,5 @@ export function renderDiag(report: DiagReport): string {
       ? `All checks passed${warned > 0 ? ` (${warned} warning${warned > 1 ? 's' : ''})` : ''}.`
       : `${failed} check${failed > 1 ? 's' : ''} failed${warned > 0 ? `, ${warned} warning${warned > 1 ? 's' : ''}` : ''}.`,
   );
-  return `${lines.join('\n')}\n`;
+  return printableLines(`${lines.join('\n')}\n`);
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { markDriverError } from '../storage-faults.js';
 import { PG_MIGRATIONS } from './migrations.js';
 
 /** Something that runs SQL: the pool, or the client of one transaction. */
@@ -43,6 +44,35 @@ const types = {
   },
 } as pg.CustomTypesConfig;
 
+type Callback = (err: unknown, ...rest: unknown[]) => void;
+
+/**
+ * `pg.Client` whose errors are marked as the driver's as they leave it (every connect and query, whichever way
+ * called: the pool uses callbacks, this code promises), so that only they can count as storage faults.
+ */
+class DriverClient extends pg.Client {}
+const marked =
+  (cb: Callback): Callback =>
+  (err, ...rest) =>
+    cb(err ? markDriverError(err) : err, ...rest);
+const clientProto = DriverClient.prototype as unknown as Record<
+  'query' | 'connect',
+  (...a: unknown[]) => unknown
+>;
+for (const method of ['query', 'connect'] as const) {
+  const original = clientProto[method] as (...a: unknown[]) => unknown;
+  clientProto[method] = function (this: pg.Client, ...args: unknown[]) {
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') args[last] = marked(args[last] as Callback);
+    const result = original.apply(this, args);
+    return result instanceof Promise
+      ? result.catch((err: unknown) => {
+          throw markDriverError(err);
+        })
+      : result;
+  };
+}
+
 const RETRY_CODES = new Set(['40001', '40P01']);
 const ignore = () => undefined;
 const MAX_ATTEMPTS = 5;
@@ -57,6 +87,7 @@ export async function openPgDatabase(url: string, options: { poolSize?: number }
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
+    Client: DriverClient,
     types,
     // A charger request must not hang on a dead server: fail, answer 503, and let the charger retry.
     connectionTimeoutMillis: 5_000,

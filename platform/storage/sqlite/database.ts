@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { asDataDirError } from '../storage-faults.js';
@@ -10,7 +10,9 @@ export function openDatabase(dataDir: string): Database.Database {
   let db: Database.Database | undefined;
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    db = new Database(join(dataDir, DATABASE_FILE));
+    const file = join(dataDir, DATABASE_FILE);
+    ownerOnly(file);
+    db = new Database(file);
     db.pragma('journal_mode = WAL');
     // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the database; a crash of
     // the process alone loses nothing committed.
@@ -29,6 +31,17 @@ export function openDatabase(dataDir: string): Database.Database {
   } catch (err) {
     db?.close();
     throw asDataDirError(dataDir, err);
+  }
+}
+
+/**
+ * The database file, created 0600 before SQLite opens it (SQLite gives its -wal and -shm files the database
+ * file's permissions); one created by an earlier version (0644) narrowed, with its -wal and -shm.
+ */
+function ownerOnly(file: string): void {
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    if (existsSync(path) && (statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
   }
 }
 

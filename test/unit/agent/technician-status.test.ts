@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
-import { collectSchedules } from '../../../agent/technician/listings.js';
+import {
+  collectCommands,
+  collectSchedules,
+  renderCommands,
+  renderSchedules,
+} from '../../../agent/technician/listings.js';
 import { renderStatus } from '../../../agent/technician/render-status.js';
 import { collectStatus, statusExitCode } from '../../../agent/technician/status.js';
 import { tempDir } from '../../helpers/agent.js';
@@ -166,5 +171,43 @@ describe('technician status', () => {
     });
     expect(s.connectors[0]?.next_change?.at).toBe('2026-03-28T00:00:00.000Z');
     expect(s.limits[0]).toMatchObject({ control_id: 'ctl_1', command_id: 'cmd_l', active: true });
+  });
+
+  it('prints what came from the platform with its control characters escaped', () => {
+    register();
+    const hostile = 'peak\u001b[2J\u001b]0;owned\u0007\u009b31m\nFAKE LINE\u202e';
+    store.upsertLimit({
+      control_id: 'ctl_esc',
+      kind: 'power_limit',
+      power_limit_percent: 40,
+      starts_at: iso(T0 - 60_000),
+      ends_at: iso(T0 + 15 * 60_000),
+      reason: hostile,
+      commandId: 'cmd_esc',
+      receivedAt: iso(T0 - 60_000),
+    });
+    store.journalInsert(
+      {
+        commandId: 'cmd_esc',
+        command: 'stop',
+        params: { connector_id: 1, reason: hostile },
+        expiry: iso(T0),
+      },
+      iso(T0 - 60_000),
+    );
+    store.recordCommandStatus('cmd_esc', [{ status: 'rejected', reason: hostile }], iso(T0 - 50_000));
+    store.setState('last_error', { at: iso(T0 - 5_000), where: 'heartbeat', message: hostile });
+    const outputs = [
+      renderStatus(collectStatus(store, { dataDir: tmp.dir, now: T0, isAlive: alive })),
+      renderSchedules(collectSchedules(store, T0)),
+      renderCommands(collectCommands(store, 10), T0),
+    ];
+    for (const out of outputs) {
+      // Line breaks of the report itself only; not one control character of the platform's text.
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the point of the check
+      expect(out).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+      expect(out).not.toMatch(/^FAKE LINE/m);
+      expect(out).toContain('peak\\e[2J');
+    }
   });
 });

@@ -12,7 +12,7 @@ const H = 3_600_000;
 const fail = (status: number | null, retryAfter?: number): AttemptResult => ({
   kind: 'failed',
   status,
-  error: 'x',
+  error: status === null ? 'connection_refused' : 'http_status',
   ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
 });
 
