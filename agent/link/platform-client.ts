@@ -57,6 +57,8 @@ export interface PlatformClientOptions {
   dispatcher?: Dispatcher;
   /** Per request, ms; default 15 s. Long polls add their wait. */
   timeoutMs?: number;
+  /** How long an idle connection is kept, whatever longer the platform offers; default 60 s (tests shorten it). */
+  keepAliveMs?: number;
   now?: () => number;
   /**
    * Signs authenticated writes (DESIGN.md §8) when it returns a key: the device secret, and the Unix second to
@@ -246,18 +248,24 @@ class AnswerCollector implements Dispatcher.DispatchHandler {
   }
 }
 
+/** Below the platform's 75 s keep-alive (DESIGN.md §18), so that the agent is the one to close. */
+export const KEEP_ALIVE_MS = 60_000;
+
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 15_000;
+  // Idle connections close after 60 s, whatever longer the platform offers (its Keep-Alive says 75): the agent
+  // closes first, so a request never races the platform's own close of an idle connection (DESIGN.md §18).
   const ownDispatcher =
-    options.dispatcher === undefined && (options.ca !== undefined || options.clientCert !== undefined)
+    options.dispatcher === undefined
       ? new Agent({
           connect: {
             ...(options.ca !== undefined ? { ca: options.ca } : {}),
             ...options.clientCert,
           },
-          keepAliveTimeout: 60_000,
+          keepAliveTimeout: options.keepAliveMs ?? KEEP_ALIVE_MS,
+          keepAliveMaxTimeout: options.keepAliveMs ?? KEEP_ALIVE_MS,
         })
       : undefined;
   const dispatcher = options.dispatcher ?? ownDispatcher;

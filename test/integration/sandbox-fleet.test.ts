@@ -108,6 +108,32 @@ describe('serve --sim-chargers', () => {
     },
   );
 
+  it('under --registration attested the sandbox refuses --sim-chargers (its chargers have no certificates)', async () => {
+    const dir = join(await dirs.make(), 'never-created');
+    const res = await runCli([
+      'serve',
+      '--data-dir',
+      dir,
+      '--env',
+      'sandbox',
+      '--registration',
+      'attested',
+      '--sim-chargers',
+      '2',
+    ]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('--sim-chargers needs open or allowlist registration');
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('under --registration attested the sandbox runs no fleet of its own unless asked', async () => {
+    const dir = await dirs.make();
+    const s = await serve(['--data-dir', dir, '--env', 'sandbox', '--registration', 'attested']);
+    expect(s.stderr()).not.toContain('Simulated fleet');
+    expect(childPids(s.child.pid!)).toEqual([]);
+    expect(await s.stop()).toEqual({ code: 0, signal: null });
+  });
+
   it('--sim-chargers 0 runs no fleet and the banner says nothing of one', async () => {
     const dir = await dirs.make();
     const s = await serve(['--data-dir', dir, '--env', 'sandbox', '--sim-chargers', '0']);

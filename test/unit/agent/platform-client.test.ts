@@ -10,11 +10,13 @@ import { createDeviceCredentials, renewMarginMs } from '../../../agent/link/devi
 import {
   ANSWER_MAX_BYTES,
   createPlatformClient,
+  KEEP_ALIVE_MS,
   type PlatformClient,
   type TokenSource,
 } from '../../../agent/link/platform-client.js';
 import { failureOf, PlatformError, parseRetryAfter } from '../../../agent/link/platform-errors.js';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
+import { DEFAULT_CONNECTION_LIMITS } from '../../../platform/connection-limits.js';
 import { ensureSelfSignedCertificate } from '../../../platform/tls.js';
 import { signRequest } from '../../../shared/request-signing.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
@@ -673,6 +675,48 @@ describe('answers are capped at 1 MiB (real undici, real TLS on loopback)', () =
       await expect(p.client.exchangeToken('dev_1', 's')).resolves.toMatchObject({ access_token: 'tok' });
     } finally {
       await p.close();
+    }
+  });
+});
+
+describe('idle connections (real undici, real TLS on loopback)', () => {
+  it('the agent keeps an idle connection 60 s, below the platform’s 75 s, so the agent closes first', () => {
+    expect(KEEP_ALIVE_MS).toBe(60_000);
+    expect(KEEP_ALIVE_MS).toBeLessThan(DEFAULT_CONNECTION_LIMITS.keepAliveMs);
+  });
+
+  it('closes an idle connection at its own limit although the platform offers a longer Keep-Alive', async () => {
+    const tmp = tempDir('keep-alive-');
+    const tls = await ensureSelfSignedCertificate(tmp.dir);
+    const server = createHttpsServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(ok({ access_token: 'tok', token_type: 'Bearer', expires_in: 3600 })));
+    });
+    server.keepAliveTimeout = 75_000;
+    let closedAfterMs: number | undefined;
+    server.on('secureConnection', (socket: Socket) => {
+      const opened = Date.now();
+      socket.on('close', () => {
+        closedAfterMs = Date.now() - opened;
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const client = createPlatformClient({
+      baseUrl: `https://127.0.0.1:${port}`,
+      ca: tls.cert,
+      keepAliveMs: 800,
+    });
+    try {
+      await client.exchangeToken('dev_1', 's');
+      // The server announced `Keep-Alive: timeout=75` and would hold the connection 75 s.
+      await vi.waitFor(() => expect(closedAfterMs).toBeDefined(), { timeout: 10_000, interval: 50 });
+      expect(closedAfterMs).toBeLessThan(5_000);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      tmp.remove();
     }
   });
 });
