@@ -7,13 +7,12 @@ import type {
   DeviceCommandsQuery,
   HeartbeatStatus,
   PendingCommand,
-  Scope,
   TelemetryRecord,
 } from '../../shared/index.js';
-import type { ClientStatus } from '../domain/client-credentials.js';
 import type { EnergyBucket } from '../domain/energy.js';
 import type { RegistrationPolicy } from '../domain/registration.js';
 import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
+import type { ClientRepository } from './client-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
 import type { WebhookRepository } from './webhook-repository.js';
@@ -28,30 +27,6 @@ export interface SiteRow {
   name: string;
   timezone: string;
 }
-export interface ClientRow {
-  client_id: string;
-  secret_sealed: string;
-  scopes: Scope[];
-  operator_ids: string[];
-  status: ClientStatus;
-  /** Bumped by every secret rotation; operator tokens carry it (domain/client-credentials.ts). */
-  secret_gen: number;
-  /** The secret a rotation replaced, and until when it (and its tokens) still work. */
-  previous_secret_sealed: string | null;
-  previous_secret_until_ms: number | null;
-}
-/** What `clients list` shows of a client: never a secret. */
-export interface ClientSummary {
-  client_id: string;
-  operator_ids: string[];
-  scopes: Scope[];
-  status: ClientStatus;
-  created_ms: number;
-}
-/** A rotation's outcome: the new secret, or why there is none. */
-export type ClientRotation =
-  | { outcome: 'rotated'; secret: string; secret_gen: number }
-  | { outcome: 'revoked' | 'unknown' };
 export interface DeviceRow {
   device_id: string;
   sn: string;
@@ -189,8 +164,8 @@ export interface MaintenanceStats {
 /** A bucket of energy, as domain/energy.ts integrates it. */
 export type EnergyBucketRow = EnergyBucket;
 
-/** Operators, sites and clients; the principal directory; settings (admin CLI, auth, sandbox seed). */
-export interface OperatorDirectory {
+/** Operators, sites, clients (client-repository.ts), the principal directory, settings. */
+export interface OperatorDirectory extends ClientRepository {
   createOperator(name: string): Promise<OperatorRow>;
   listOperators(): Promise<OperatorRow[]>;
   getOperator(operatorId: string): Promise<OperatorRow | undefined>;
@@ -202,23 +177,6 @@ export interface OperatorDirectory {
   }): Promise<SiteRow>;
   listSites(operatorId?: string): Promise<SiteRow[]>;
   getSite(siteId: string): Promise<SiteRow | undefined>;
-  createClient(input: {
-    operator_ids: string[];
-    scopes: Scope[];
-  }): Promise<{ client: ClientRow; secret: string }>;
-  getClient(clientId: string): Promise<ClientRow | undefined>;
-  /** Every client, oldest first. */
-  listClients(): Promise<ClientSummary[]>;
-  /**
-   * Revokes a client for good and disables its webhook endpoints (reason `client_revoked`), in one transaction;
-   * `already_revoked` changes nothing.
-   */
-  revokeClient(clientId: string): Promise<'revoked' | 'already_revoked' | 'unknown'>;
-  /**
-   * A new current secret and the next generation; the replaced secret stays live for `graceMs` (0: not at
-   * all). A revoked client is not rotated.
-   */
-  rotateClientSecret(clientId: string, graceMs: number): Promise<ClientRotation>;
   /** Everything the in-memory principal directory holds, for all devices and clients. */
   loadDirectory(): Promise<{ devices: DeviceEntry[]; clients: ClientEntry[] }>;
   loadDeviceEntry(deviceId: string): Promise<DeviceEntry | undefined>;
@@ -235,12 +193,13 @@ export interface OperatorDirectory {
   externalChangeVersion(): number;
 }
 
-/** Chargers: registration, tenancy, sites, secrets. */
 /** A device a control reaches, and the operator whose site holds it (the control's tenancy, DESIGN.md §18). */
 export interface TargetedDevice {
   device_id: string;
   operator_id: string;
 }
+
+/** Chargers: registration, tenancy, sites, secrets. */
 
 export interface DeviceRepository {
   allowSerial(sn: string): Promise<void>;
@@ -396,6 +355,7 @@ export interface DeviceHistoryRepository {
   ): Promise<void>;
 }
 
+export type { ClientRepository, ClientRotation, ClientRow, ClientSummary } from './client-repository.js';
 export type { DeviceSecretRepository, SecretRotationOutcome } from './device-secret-repository.js';
 export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
 export type {
