@@ -4,6 +4,7 @@
  *
  *   charger-sim fleet --platform-url URL [--ca FILE] --count N [--duration SECONDS] [--data-dir DIR] [--json]
  *                     [--enrolment-ca-cert FILE --enrolment-ca-key FILE]
+ *   charger-sim enrolment-ca --cert FILE --key FILE [--name NAME]     (a test CA for attested registration)
  *
  * plus the optional tuning flags of docs/simulators.md. Exit codes: 0 no errors, 1 the run had errors,
  * 2 usage error.
@@ -11,6 +12,7 @@
 import './supported-node.js';
 import { Command, CommanderError } from 'commander';
 import { AGENT_VERSION } from '../agent/version.js';
+import { addEnrolmentCaCommand } from './fleet/enrolment-ca-cli.js';
 import { addFleetCommand, EXIT_ERRORS, EXIT_OK, EXIT_USAGE } from './fleet/fleet-cli.js';
 
 let exitCode = EXIT_OK;
@@ -19,6 +21,9 @@ const program = new Command('charger-sim')
   .version(AGENT_VERSION)
   .exitOverride();
 addFleetCommand(program, (code) => {
+  exitCode = code;
+});
+addEnrolmentCaCommand(program, (code) => {
   exitCode = code;
 });
 

@@ -60,3 +60,25 @@ export async function chargerCertificate(
   });
   return { cert: pems.cert, key: pems.private };
 }
+
+/**
+ * A test enrolment CA (EC P-256, basicConstraints CA:TRUE, keyCertSign), to try a platform under `--registration
+ * attested` with a simulated fleet: `charger-sim enrolment-ca` writes it, the operator enrols the certificate
+ * (`charger-platform enrolments add --ca`), the fleet signs its chargers' certificates with it. An OEM's real CA
+ * is made and kept as docs/oem-guide.md says, never like this.
+ */
+export async function makeTestEnrolmentCa(name: string, nowMs: number = Date.now()): Promise<EnrolmentCa> {
+  const notBefore = new Date(nowMs - 60_000);
+  const pems = await selfsigned.generate([{ name: 'commonName', value: name }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate: notBefore,
+    notAfterDate: new Date(notBefore.getTime() + 10 * 365 * 86_400_000),
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  });
+  return { cert: pems.cert, key: pems.private };
+}

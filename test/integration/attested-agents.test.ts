@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -245,5 +246,70 @@ describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolmen
     ]);
     expect(wrongKey.code).toBe(2);
     expect(wrongKey.stderr).toContain('not the key of its certificate');
+  }, 90_000);
+});
+
+describe('charger-sim enrolment-ca: a test CA the simulated fleet enrols with', () => {
+  it('makes a CA the platform takes as a group’s, the built fleet enrols with it, and it never overwrites a file', async () => {
+    const dir = join(pkiDir, 'sim-ca');
+    mkdirSync(dir);
+    const cert = join(dir, 'ca.pem');
+    const key = join(dir, 'ca.key');
+    const sim = (args: string[]) =>
+      runCli(args, { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 });
+    const made = await sim(['enrolment-ca', '--cert', cert, '--key', key, '--name', 'Sim OEM test CA']);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stderr).toContain('charger-platform enrolments add');
+    expect(statSync(key).mode & 0o777).toBe(0o600);
+    const x509 = new X509Certificate(readFileSync(cert));
+    expect(x509.ca).toBe(true);
+    expect(x509.subject).toContain('CN=Sim OEM test CA');
+    // Never over an existing CA: both files stay as they were.
+    const before = [readFileSync(cert, 'utf8'), readFileSync(key, 'utf8')];
+    const again = await sim(['enrolment-ca', '--cert', cert, '--key', key]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('EEXIST');
+    expect([readFileSync(cert, 'utf8'), readFileSync(key, 'utf8')]).toEqual(before);
+
+    const group = await tp.store.createEnrolment({
+      operator_id: tenant.operatorId,
+      site_id: tenant.siteId,
+      name: 'simulated',
+      ca_pem: readFileSync(cert, 'utf8'),
+      ca_fingerprint: x509.fingerprint256,
+    });
+    expect(group).not.toBe('duplicate_ca');
+    const platformCaFile = join(dir, 'platform-ca.pem');
+    writeFileSync(platformCaFile, tp.ca);
+    const fleet = await sim([
+      'fleet',
+      '--platform-url',
+      tp.url,
+      '--ca',
+      platformCaFile,
+      '--enrolment-ca-cert',
+      cert,
+      '--enrolment-ca-key',
+      key,
+      '--count',
+      '2',
+      '--seed',
+      '4545',
+      '--duration',
+      '3',
+      '--ramp',
+      '0.5',
+      '--outage-share',
+      '0',
+      '--json',
+    ]);
+    expect(fleet.code, fleet.stderr).toBe(0);
+    expect(JSON.parse(fleet.stdout)).toMatchObject({ registered: 2, errors: 0 });
+    const inSite = await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&size=100`, {
+      token: tenant.token,
+    });
+    expect(inSite.body.data.items.filter((d: { sn: string }) => d.sn.startsWith('SIM-4545-'))).toHaveLength(
+      2,
+    );
   }, 90_000);
 });
