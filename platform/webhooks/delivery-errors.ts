@@ -1,4 +1,4 @@
-import type { DeliveryErrorCategory } from '../../shared/index.js';
+import { DeliveryErrorCategory } from '../../shared/index.js';
 
 /**
  * What a failed delivery attempt records as `last_error` (DESIGN.md §18): a category, never the socket's own
@@ -41,14 +41,7 @@ export function attemptErrorCategory(err: unknown): DeliveryErrorCategory {
   return 'connection_refused';
 }
 
-const CATEGORIES: ReadonlySet<string> = new Set<DeliveryErrorCategory>([
-  'timeout',
-  'connection_refused',
-  'tls_error',
-  'dns_error',
-  'address_not_allowed',
-  'http_status',
-]);
+const CATEGORIES: ReadonlySet<string> = new Set(DeliveryErrorCategory.options);
 
 /**
  * `last_error` as stored, read as a category. Rows written before categories hold the raw text (`HTTP 500`,

@@ -11,6 +11,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { streamUpgrade } from '../helpers/stream-upgrade.js';
 
 /**
  * Authentication and tenancy, as a matrix over the route table (`platform.routes`: a new endpoint joins every
@@ -25,6 +26,7 @@ type Json = any;
 type Tenant = Awaited<ReturnType<typeof createTenant>>;
 
 let tp: TestPlatform;
+const upgrade = (headers: Record<string, string>, query: string) => streamUpgrade(tp, headers, query);
 let routes: readonly AnyRoute[];
 let alpha: Tenant;
 let bravo: Tenant;
@@ -483,33 +485,6 @@ describe('credential matrix: every endpoint × every wrong credential gets exact
     }
   });
 });
-
-/** The HTTP answer to a stream upgrade: 101 when it was accepted. */
-function upgrade(headers: Record<string, string>, query: string): Promise<{ status: number; body?: Json }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`wss://127.0.0.1:${tp.port}/v1/operator/stream${query}`, { ca: tp.ca, headers });
-    ws.on('error', () => undefined);
-    ws.on('open', () => {
-      ws.close();
-      resolve({ status: 101 });
-    });
-    ws.on('unexpected-response', (req, res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        text += chunk;
-      });
-      res.on('end', () => {
-        req.destroy();
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
-        } catch {
-          reject(new Error(`refusal is not JSON: ${res.statusCode} ${text}`));
-        }
-      });
-    });
-  });
-}
 
 // ---------------------------------------------------------------------------------------------------------
 

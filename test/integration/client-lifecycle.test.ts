@@ -11,6 +11,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { streamUpgrade } from '../helpers/stream-upgrade.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
@@ -19,9 +20,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
  * tokens are refused everywhere with 401/2001, the token endpoint refuses their secrets as `invalid_client`,
  * and the new secret's tokens work. The grace runs on the platform's clock, moved forward by the test.
  */
-
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are inspected field by field
-type Json = any;
 
 const HOUR_MS = 3_600_000;
 let tp: TestPlatform;
@@ -92,34 +90,7 @@ async function expectAdmittedEverywhere(token: string): Promise<void> {
 }
 
 /** The HTTP answer to a stream upgrade: 101 when it was accepted. */
-function upgrade(token: string): Promise<{ status: number; body?: Json }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`wss://127.0.0.1:${tp.port}/v1/operator/stream`, {
-      ca: tp.ca,
-      headers: { authorization: `Bearer ${token}` },
-    });
-    ws.on('error', () => undefined);
-    ws.on('open', () => {
-      ws.close();
-      resolve({ status: 101 });
-    });
-    ws.on('unexpected-response', (req, res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        text += chunk;
-      });
-      res.on('end', () => {
-        req.destroy();
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
-        } catch {
-          reject(new Error(`refusal is not JSON: ${res.statusCode} ${text}`));
-        }
-      });
-    });
-  });
-}
+const upgrade = (token: string) => streamUpgrade(tp, { authorization: `Bearer ${token}` });
 
 /** An open stream connection, and the close code it ends with. */
 async function openStream(token: string): Promise<{ closed: Promise<number>; ws: WebSocket }> {
