@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { nodeSupport } from './shared/node-support.js';
 
@@ -41,9 +42,17 @@ const ALONE_ON_SERVERS = ['test/integration/several-instances-fleet.test.ts'];
 /** Real Chromium (Debian's `chromium`, DESIGN.md §16): `npm run test:browser`, which CI runs after installing it. */
 const BROWSER = ['test/browser/**'];
 
+/**
+ * Test files at once. Vitest's default (one less than the cores) is a single worker on these 2-core machines,
+ * and most integration files spend their time waiting (timeouts, spawned processes, the network): two at once
+ * took `npm test` from 664 s to 405 s here, with every test passing. Never fewer than two.
+ */
+const MAX_WORKERS = Math.max(2, availableParallelism() - 1);
+
 export default defineConfig({
   test: {
     pool: 'forks',
+    maxWorkers: MAX_WORKERS,
     projects: [
       {
         test: {
@@ -64,6 +73,8 @@ export default defineConfig({
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],
           pool: 'forks',
+          // One file at a time, after everything else: each is a fleet of hundreds of agents.
+          poolOptions: { forks: { singleFork: true } },
           sequence: { groupOrder: 1 },
         },
       },
