@@ -91,6 +91,11 @@ async function stopAcross(holder: TestPlatform, sender: TestPlatform, sn: string
 
 /** The tenant's stream on `p`, subscribed to `deviceIds`: every message it receives, in order. */
 async function subscribeOn(p: TestPlatform, deviceIds: string[]) {
+  // A charger registered through another instance reaches this one's directory when its reload runs (a NOTIFY
+  // away, longer on a loaded machine); until then a subscription answers 3001 like an unknown device.
+  await waitUntil(() =>
+    deviceIds.every((id) => p.platform.context.directory.device(id)?.site_id === tenant.siteId),
+  );
   const ws = new WebSocket(`wss://127.0.0.1:${p.port}/v1/operator/stream`, {
     ca: p.ca,
     headers: { authorization: `Bearer ${tenant.token}` },
