@@ -36,6 +36,53 @@ afterAll(async () => {
 
 const leaf: AttestedPlatform['leaf'] = (...args) => setup.leaf(...args);
 
+/** The built `charger-sim` with `args` (a subcommand first). */
+const sim = (args: string[]) =>
+  runCli(args, { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 });
+
+/**
+ * Runs the built fleet of `count` chargers (serials SIM-<seed>-n) for a few seconds with an enrolment CA and checks
+ * that every one registered without an error and sits in the tenant's site, as the operator's client lists it.
+ */
+async function expectFleetEnrolled(
+  platformCaFile: string,
+  caPaths: { cert: string; key: string },
+  count: number,
+  seed: number,
+  extra: string[] = [],
+): Promise<void> {
+  const res = await sim([
+    'fleet',
+    '--platform-url',
+    tp.url,
+    '--ca',
+    platformCaFile,
+    '--enrolment-ca-cert',
+    caPaths.cert,
+    '--enrolment-ca-key',
+    caPaths.key,
+    '--count',
+    String(count),
+    '--seed',
+    String(seed),
+    '--duration',
+    '4',
+    '--ramp',
+    '0.5',
+    '--outage-share',
+    '0',
+    '--json',
+    ...extra,
+  ]);
+  expect(res.code, res.stderr).toBe(0);
+  expect(JSON.parse(res.stdout)).toMatchObject({ registered: count, errors: 0 });
+  const inSite = await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&size=100`, {
+    token: tenant.token,
+  });
+  const enrolled = inSite.body.data.items.filter((d: { sn: string }) => d.sn.startsWith(`SIM-${seed}-`));
+  expect(enrolled).toHaveLength(count);
+}
+
 describe('real agents (the built charger-agent, as processes)', () => {
   const agents: AgentRunProcess[] = [];
   let tmp: ReturnType<typeof tempDir>;
@@ -189,44 +236,18 @@ describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolmen
   });
 
   it('runs as the built command with the two flags, in worker threads too; refuses them apart or with a non-CA', async () => {
-    const sim = (args: string[]) =>
-      runCli(['fleet', '--platform-url', tp.url, '--ca', platformCaFile, ...args], {
-        script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'),
-        timeoutMs: 40_000,
-      });
-    const res = await sim([
-      '--enrolment-ca-cert',
-      ca.oem.certPath,
-      '--enrolment-ca-key',
-      ca.oem.keyPath,
-      '--count',
-      '4',
+    const fleetSim = (args: string[]) =>
+      sim(['fleet', '--platform-url', tp.url, '--ca', platformCaFile, ...args]);
+    await expectFleetEnrolled(platformCaFile, { cert: ca.oem.certPath, key: ca.oem.keyPath }, 4, 4343, [
       '--workers',
       '2',
-      '--seed',
-      '4343',
-      '--duration',
-      '4',
-      '--ramp',
-      '0.5',
-      '--outage-share',
-      '0',
-      '--json',
     ]);
-    expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout)).toMatchObject({ registered: 4, errors: 0 });
-    const inSite = await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&size=100`, {
-      token: tenant.token,
-    });
-    expect(inSite.body.data.items.filter((d: { sn: string }) => d.sn.startsWith('SIM-4343-'))).toHaveLength(
-      4,
-    );
 
-    const alone = await sim(['--enrolment-ca-cert', ca.oem.certPath, '--count', '1']);
+    const alone = await fleetSim(['--enrolment-ca-cert', ca.oem.certPath, '--count', '1']);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toContain('--enrolment-ca-cert and --enrolment-ca-key go together');
     const charger = await leaf(ca.oem, 'SN-NOT-A-CA');
-    const notCa = await sim([
+    const notCa = await fleetSim([
       '--enrolment-ca-cert',
       charger.certPath,
       '--enrolment-ca-key',
@@ -236,7 +257,7 @@ describe('the simulated fleet with an enrolment CA (charger-sim fleet --enrolmen
     ]);
     expect(notCa.code).toBe(2);
     expect(notCa.stderr).toContain('is not a CA');
-    const wrongKey = await sim([
+    const wrongKey = await fleetSim([
       '--enrolment-ca-cert',
       ca.oem.certPath,
       '--enrolment-ca-key',
@@ -255,8 +276,6 @@ describe('charger-sim enrolment-ca: a test CA the simulated fleet enrols with', 
     mkdirSync(dir);
     const cert = join(dir, 'ca.pem');
     const key = join(dir, 'ca.key');
-    const sim = (args: string[]) =>
-      runCli(args, { script: join(REPO_ROOT, 'dist', 'simulators', 'cli.js'), timeoutMs: 40_000 });
     const made = await sim(['enrolment-ca', '--cert', cert, '--key', key, '--name', 'Sim OEM test CA']);
     expect(made.code, made.stderr).toBe(0);
     expect(made.stderr).toContain('charger-platform enrolments add');
@@ -281,35 +300,6 @@ describe('charger-sim enrolment-ca: a test CA the simulated fleet enrols with', 
     expect(group).not.toBe('duplicate_ca');
     const platformCaFile = join(dir, 'platform-ca.pem');
     writeFileSync(platformCaFile, tp.ca);
-    const fleet = await sim([
-      'fleet',
-      '--platform-url',
-      tp.url,
-      '--ca',
-      platformCaFile,
-      '--enrolment-ca-cert',
-      cert,
-      '--enrolment-ca-key',
-      key,
-      '--count',
-      '2',
-      '--seed',
-      '4545',
-      '--duration',
-      '3',
-      '--ramp',
-      '0.5',
-      '--outage-share',
-      '0',
-      '--json',
-    ]);
-    expect(fleet.code, fleet.stderr).toBe(0);
-    expect(JSON.parse(fleet.stdout)).toMatchObject({ registered: 2, errors: 0 });
-    const inSite = await tp.http.get(`/v1/operator/devices?site_id=${tenant.siteId}&size=100`, {
-      token: tenant.token,
-    });
-    expect(inSite.body.data.items.filter((d: { sn: string }) => d.sn.startsWith('SIM-4545-'))).toHaveLength(
-      2,
-    );
+    await expectFleetEnrolled(platformCaFile, { cert, key }, 2, 4545);
   }, 90_000);
 });
