@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-import './supported-node.js';
+import './cli/supported-node.js';
 import { Command } from 'commander';
 import { isIanaTimezone } from '../shared/index.js';
-import { addClientsCommands } from './cli-clients.js';
-import { addEnrolmentsCommand } from './cli-enrolments.js';
-import { addKeyFileOptions, databaseOption } from './cli-options.js';
-import { addServeCommand } from './cli-serve.js';
-import { loadOrCreatePlatformKeys, PlatformKeyError } from './platform-keys.js';
-import { ConfigError } from './serve.js';
+import { addClientsCommands } from './cli/cli-clients.js';
+import { addEnrolmentsCommand } from './cli/cli-enrolments.js';
+import { addKeyFileOptions, databaseOption } from './cli/cli-options.js';
+import { addServeCommand } from './cli/cli-serve.js';
+import { ConfigError } from './cli/serve.js';
 import { type DatabaseChoice, describeChoice, hasDeployment, openStore } from './storage/open-store.js';
+import { loadOrCreatePlatformKeys, PlatformKeyError } from './storage/platform-keys.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 

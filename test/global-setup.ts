@@ -38,7 +38,7 @@ function checkRecordedResponses(dir: string, remove: boolean): void {
   if (offenders.length === 0) return;
   throw new Error(
     `${offenders.length} kind(s) of answer the OpenAPI document does not declare (of ${responses.length} ` +
-      `distinct answers recorded; platform/openapi.ts and the routes' \`errors\` declare them):\n  ` +
+      `distinct answers recorded; platform/http/openapi.ts and the routes' \`errors\` declare them):\n  ` +
       offenders.join('\n  '),
   );
 }

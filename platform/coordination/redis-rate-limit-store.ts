@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RateDecision, RateLimitStore } from '../rate-limit/rate-limiter.js';
+import type { RateDecision, RateLimitStore } from '../http/rate-limit/rate-limiter.js';
 import { redisScript, runScript } from './redis-link.js';
 
 export interface RedisRateLimitStoreOptions {

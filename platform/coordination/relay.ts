@@ -1,5 +1,5 @@
-import type { CommandNotifier } from '../command-notifier.js';
-import type { PlatformEvents } from '../platform-events.js';
+import type { CommandNotifier } from '../services/command-notifier.js';
+import type { PlatformEvents } from '../services/platform-events.js';
 import type { RedisLink } from './redis-link.js';
 
 /**

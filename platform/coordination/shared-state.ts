@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { createReplayCache } from '../auth/request-signature.js';
-import { createCommandNotifier } from '../command-notifier.js';
-import type { SharedLiveness } from '../liveness.js';
-import type { PlatformKeys } from '../platform-keys.js';
-import { createMemoryRateLimitStore } from '../rate-limit/rate-limiter.js';
+import { createReplayCache } from '../http/auth/request-signature.js';
+import { createMemoryRateLimitStore } from '../http/rate-limit/rate-limiter.js';
+import { createCommandNotifier } from '../services/command-notifier.js';
+import type { SharedLiveness } from '../services/liveness.js';
+import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { SubscriptionRegistry } from '../stream/telemetry-stream.js';
 import type { RedisLink } from './redis-link.js';
 import { createRedisRateLimitStore } from './redis-rate-limit-store.js';

@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
-import { errors } from '../api-error.js';
-import { presentedChain } from '../auth/client-certificate.js';
-import type { PlatformContext } from '../context.js';
+import { errors } from '../domain/api-error.js';
 import { ATTESTATION_MESSAGES, verifyAttestation } from '../domain/attestation.js';
+import { presentedChain } from '../http/auth/client-certificate.js';
+import type { PlatformContext } from '../http/context.js';
 import type { DeviceRepository } from '../storage/store.js';
 
 type Policy = Parameters<DeviceRepository['registerDevice']>[1];

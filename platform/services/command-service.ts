@@ -1,6 +1,4 @@
 import type { DeviceCommandsQuery } from '../../shared/index.js';
-import type { CommandNotifier } from '../command-notifier.js';
-import type { PlatformEvents } from '../platform-events.js';
 import type {
   CommandRow,
   CommandWithHistory,
@@ -11,6 +9,8 @@ import type {
   StatusReportOutcome,
   Store,
 } from '../storage/store.js';
+import type { CommandNotifier } from './command-notifier.js';
+import type { PlatformEvents } from './platform-events.js';
 
 /**
  * Commands (DESIGN.md §5, §12): every change of a command goes through here, and this is the one place that

@@ -7,7 +7,7 @@ import {
   mayFollowControl,
   planCancellation,
 } from '../domain/flexibility.js';
-import { newId } from '../ids.js';
+import { newId } from '../domain/ids.js';
 import type { ControlRow, NewCommand, Store } from '../storage/store.js';
 import type { CommandService } from './command-service.js';
 

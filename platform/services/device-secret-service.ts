@@ -1,8 +1,8 @@
-import { secretsEqual } from '../auth/access-tokens.js';
 import { pendingSecretState, SECRET_ROTATION_GRACE_MS, secretMatch } from '../domain/secret-rotation.js';
-import type { PlatformKeys } from '../platform-keys.js';
-import type { PrincipalDirectory } from '../principal-directory.js';
+import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
+import { secretsEqual } from './access-tokens.js';
+import type { PrincipalDirectory } from './principal-directory.js';
 
 /** Compared against when a device has no such secret, so that a refusal takes as long as an answer. */
 const DUMMY_SECRET = 'x'.repeat(43);

@@ -6,15 +6,15 @@ import {
   type WebhookDelivery,
   type WebhookUpdate,
 } from '../../shared/index.js';
-import { errors } from '../api-error.js';
-import type { OperatorPrincipal } from '../auth/authenticate.js';
-import { newId } from '../ids.js';
-import type { PlatformKeys } from '../platform-keys.js';
+import { errors } from '../domain/api-error.js';
+import { newId } from '../domain/ids.js';
+import type { OperatorPrincipal } from '../http/auth/authenticate.js';
+import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { DeliveryRow, Page, Store, WebhookChanges, WebhookRow } from '../storage/store.js';
 import { literalHostRefusal } from '../webhooks/address-policy.js';
 import { storedErrorCategory } from '../webhooks/delivery-errors.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
-import type { WebhookEvents } from '../webhooks/webhook-events.js';
+import type { WebhookEvents } from './webhook-events.js';
 
 /** Both secrets sign for this long after a rotation (DESIGN.md §14). */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;

@@ -1,6 +1,6 @@
 import { pendingSecretState, rotationAnswer } from '../domain/secret-rotation.js';
-import type { PlatformKeys } from '../platform-keys.js';
 import type { SecretRotationOutcome } from './device-secret-repository.js';
+import type { PlatformKeys } from './platform-keys.js';
 
 /** What both backends read of a device before answering a rotation request. */
 export interface StoredRotation {

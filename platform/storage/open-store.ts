@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PlatformKeys } from '../platform-keys.js';
+import type { PlatformKeys } from './platform-keys.js';
 import { createPostgresStore, describeDatabase, isPostgresUrl } from './postgres/store.js';
 import type { RetentionPolicy } from './retention-policy.js';
 import { createSqliteStore, DATABASE_FILE } from './sqlite/store.js';

@@ -11,7 +11,7 @@ import type {
 } from '../../shared/index.js';
 import type { EnergyBucket } from '../domain/energy.js';
 import type { RegistrationPolicy } from '../domain/registration.js';
-import type { ClientEntry, DeviceEntry } from '../principal-directory.js';
+import type { ClientEntry, DeviceEntry } from '../services/principal-directory.js';
 import type { ClientRepository } from './client-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';

@@ -1,6 +1,6 @@
 import type { TelemetryRecord } from '../../shared/index.js';
-import type { PlatformContext } from '../context.js';
-import type { PlatformEvents } from '../platform-events.js';
+import type { PlatformContext } from '../http/context.js';
+import type { PlatformEvents } from '../services/platform-events.js';
 import type { Subscriber } from './telemetry-stream.js';
 
 /**

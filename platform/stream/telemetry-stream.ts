@@ -13,10 +13,10 @@ import {
   StreamClientMessage,
   validate,
 } from '../../shared/index.js';
-import { ApiError, errors } from '../api-error.js';
-import { bearerToken, verifyOperatorToken } from '../auth/authenticate.js';
-import type { PlatformContext } from '../context.js';
+import { ApiError, errors } from '../domain/api-error.js';
 import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../domain/client-credentials.js';
+import { bearerToken, verifyOperatorToken } from '../http/auth/authenticate.js';
+import type { PlatformContext } from '../http/context.js';
 import { createStreamEvents } from './stream-events.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Agent, request } from 'undici';
 import { type AttemptResult, afterAttempt, retryAfterSeconds } from '../domain/webhook-delivery.js';
-import type { PlatformKeys } from '../platform-keys.js';
+import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { DeliveryRow, Store, WebhookRow } from '../storage/store.js';
 import { literalHostRefusal, publicOnlyLookup } from './address-policy.js';
 import { attemptErrorCategory } from './delivery-errors.js';

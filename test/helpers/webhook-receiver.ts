@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import { ensureSelfSignedCertificate } from '../../platform/http/tls.js';
 import type { WebhookRow } from '../../platform/storage/store.js';
-import { ensureSelfSignedCertificate } from '../../platform/tls.js';
 
 export interface ReceivedDelivery {
   id: string;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAgentStore } from '../../agent/store/agent-store.js';
-import { ensureSelfSignedCertificate } from '../../platform/tls.js';
+import { ensureSelfSignedCertificate } from '../../platform/http/tls.js';
 import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { type CliResult, REPO_ROOT, runCli } from '../helpers/cli.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';

@@ -9,7 +9,7 @@ import type { OutboxKind } from '../../agent/core/outbox-policy.js';
 import type { ConnectorInfo, Hal } from '../../agent/hal.js';
 import { type AgentRuntime, type AgentTuning, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { agentStoreFile, openAgentStore } from '../../agent/store/agent-store.js';
-import { ensureSelfSignedCertificate } from '../../platform/tls.js';
+import { ensureSelfSignedCertificate } from '../../platform/http/tls.js';
 import { CommandParams } from '../../shared/commands.js';
 import {
   CommandStatusAck,

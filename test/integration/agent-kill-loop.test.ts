@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentStoreFile, openAgentStore } from '../../agent/store/agent-store.js';
-import type { RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
+import type { RateLimitStore } from '../../platform/http/rate-limit/rate-limiter.js';
 import { createSeededRandom } from '../../simulators/seeded-random.js';
 import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { REPO_ROOT } from '../helpers/cli.js';

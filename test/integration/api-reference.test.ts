@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_REFERENCE_ASSETS } from '../../platform/api-reference-page.js';
+import { API_REFERENCE_ASSETS } from '../../platform/http/api-reference-page.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**

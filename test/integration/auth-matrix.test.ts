@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { AnyRoute } from '../../platform/route-spec.js';
+import type { AnyRoute } from '../../platform/http/route-spec.js';
 import { signRequest } from '../../shared/index.js';
 import {
   createTenant,

@@ -7,8 +7,8 @@ import {
   type ConnectionLimits,
   DEFAULT_CONNECTION_LIMITS,
   STRICT_TRANSPORT_SECURITY,
-} from '../../platform/connection-limits.js';
-import { PROXY_V2_SIGNATURE } from '../../platform/proxy-protocol.js';
+} from '../../platform/http/connection-limits.js';
+import { PROXY_V2_SIGNATURE } from '../../platform/http/proxy-protocol.js';
 import { runCli, spawnServe, tempDirs } from '../helpers/cli.js';
 import { createTenant, registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-connections.js';

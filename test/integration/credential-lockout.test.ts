@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { GUARD_LIMITS } from '../../platform/rate-limit/rate-limiter.js';
+import { GUARD_LIMITS } from '../../platform/http/rate-limit/rate-limiter.js';
 import {
   createTenant,
   expectError,

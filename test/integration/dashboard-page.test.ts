@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DASHBOARD_CSP } from '../../platform/dashboard-page.js';
+import { DASHBOARD_CSP } from '../../platform/http/dashboard-page.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**

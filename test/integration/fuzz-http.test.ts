@@ -5,7 +5,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import * as z from 'zod';
-import type { AnyRoute } from '../../platform/route-spec.js';
+import type { AnyRoute } from '../../platform/http/route-spec.js';
 import { MAX_BODY_BYTES, RATE_LIMITS, StreamClientMessage } from '../../shared/index.js';
 import {
   createTenant,

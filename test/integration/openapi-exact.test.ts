@@ -2,7 +2,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { statusesOf, toOpenApiPath } from '../../platform/openapi.js';
+import { statusesOf, toOpenApiPath } from '../../platform/http/openapi.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { checkResponses, type OpenApiDocument, type RecordedResponse } from '../helpers/response-log.js';
 

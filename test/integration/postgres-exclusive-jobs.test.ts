@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { SWEEP_LOCK } from '../../platform/storage/postgres/exclusive-jobs.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import { storageFaultOf } from '../../platform/storage/storage-faults.js';

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type net from 'node:net';
 import { Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROXY_V2_SIGNATURE } from '../../platform/proxy-protocol.js';
+import { PROXY_V2_SIGNATURE } from '../../platform/http/proxy-protocol.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-connections.js';
 

@@ -2,14 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReplayCache, type ReplayCache } from '../../platform/auth/request-signature.js';
 import { createRedisLink, type RedisLink } from '../../platform/coordination/redis-link.js';
 import {
   createRedisRateLimitStore,
   RedisUnavailableError,
 } from '../../platform/coordination/redis-rate-limit-store.js';
 import { createRedisReplayCache } from '../../platform/coordination/redis-replay-cache.js';
-import { createMemoryRateLimitStore, type RateLimitStore } from '../../platform/rate-limit/rate-limiter.js';
+import { createReplayCache, type ReplayCache } from '../../platform/http/auth/request-signature.js';
+import {
+  createMemoryRateLimitStore,
+  type RateLimitStore,
+} from '../../platform/http/rate-limit/rate-limiter.js';
 import { SIGNATURE_WINDOW_SECONDS } from '../../shared/index.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis.js';
 

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { createCommandNotifier } from '../../platform/command-notifier.js';
 import { createRedisLink, type RedisLink } from '../../platform/coordination/redis-link.js';
 import { createRelay, type Relay } from '../../platform/coordination/relay.js';
-import { noEvents } from '../../platform/platform-events.js';
-import { GUARD_LIMITS } from '../../platform/rate-limit/rate-limiter.js';
+import { GUARD_LIMITS } from '../../platform/http/rate-limit/rate-limiter.js';
+import { createCommandNotifier } from '../../platform/services/command-notifier.js';
+import { noEvents } from '../../platform/services/platform-events.js';
 import { RATE_LIMITS, signRequest } from '../../shared/index.js';
 import {
   createTenant,

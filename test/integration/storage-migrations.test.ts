@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { MIGRATIONS } from '../../platform/storage/sqlite/migrations.js';
 import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 

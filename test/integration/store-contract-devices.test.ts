@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isOnline, seenStateOfRow } from '../../platform/domain/liveness-rule.js';
-import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { DeviceRow, RegisterInput, Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';

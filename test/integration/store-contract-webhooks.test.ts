@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/platform-keys.js';
+import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { NewDelivery, Store, WebhookRow } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createPrincipalDirectory } from '../../platform/principal-directory.js';
-import { createWebhookEvents } from '../../platform/webhooks/webhook-events.js';
+import { createPrincipalDirectory } from '../../platform/services/principal-directory.js';
+import { createWebhookEvents } from '../../platform/services/webhook-events.js';
 import { openTestStore, TEST_BACKEND, type TestStore } from '../helpers/backends.js';
 import { webhookRow } from '../helpers/webhook-receiver.js';
 

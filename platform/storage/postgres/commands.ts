@@ -1,6 +1,6 @@
 import type { ChargingSchedule, PendingCommand } from '../../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../../domain/command-lifecycle.js';
-import { newId } from '../../ids.js';
+import { newId } from '../../domain/ids.js';
 import type {
   CommandHistoryRow,
   CommandRepository,

@@ -1,6 +1,6 @@
+import { newId, newSecret } from '../../domain/ids.js';
 import { decideRegistration } from '../../domain/registration.js';
-import { newId, newSecret } from '../../ids.js';
-import type { PlatformKeys } from '../../platform-keys.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import type {
   DeviceRepository,
   DeviceRow,

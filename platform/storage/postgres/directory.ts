@@ -1,7 +1,7 @@
 import type { Scope } from '../../../shared/index.js';
-import { newId, newSecret } from '../../ids.js';
-import type { PlatformKeys } from '../../platform-keys.js';
-import type { ClientEntry, DeviceEntry } from '../../principal-directory.js';
+import { newId, newSecret } from '../../domain/ids.js';
+import type { ClientEntry, DeviceEntry } from '../../services/principal-directory.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import type {
   ClientRotation,
   ClientRow,

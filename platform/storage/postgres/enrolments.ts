@@ -1,4 +1,4 @@
-import { newId } from '../../ids.js';
+import { newId } from '../../domain/ids.js';
 import type { EnrolmentRepository, EnrolmentRow } from '../enrolment-repository.js';
 import type { PgDatabase } from './database.js';
 

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { PlatformKeys } from '../../platform-keys.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
 import type { Store } from '../store.js';
 import { createPgChargingRecords } from './charging-records.js';

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ChargingSchedule, PendingCommand } from '../../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../../domain/command-lifecycle.js';
-import { newId } from '../../ids.js';
+import { newId } from '../../domain/ids.js';
 import type {
   CommandHistoryRow,
   CommandRepository,

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { newSecret } from '../../ids.js';
-import type { PlatformKeys } from '../../platform-keys.js';
+import { newSecret } from '../../domain/ids.js';
 import { type StoredRotation, storedRotationAnswer } from '../device-secret-rows.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import type { DeviceSecretRepository, SecretRotationOutcome } from '../store.js';
 
 /**

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
+import { newId, newSecret } from '../../domain/ids.js';
 import { decideRegistration } from '../../domain/registration.js';
-import { newId, newSecret } from '../../ids.js';
-import type { PlatformKeys } from '../../platform-keys.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import type { DeviceRepository, RegistrationOutcome, TargetedDevice } from '../store.js';
 import type { SqliteChargingRecords } from './charging-records.js';
 import { placeholders, type StatementCache } from './database.js';

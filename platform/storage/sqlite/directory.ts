@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { Scope } from '../../../shared/index.js';
-import { newId, newSecret } from '../../ids.js';
-import type { PlatformKeys } from '../../platform-keys.js';
-import type { ClientEntry } from '../../principal-directory.js';
+import { newId, newSecret } from '../../domain/ids.js';
+import type { ClientEntry } from '../../services/principal-directory.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import type {
   ClientRotation,
   ClientRow,

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { newId } from '../../ids.js';
+import { newId } from '../../domain/ids.js';
 import type { EnrolmentRepository, EnrolmentRow } from '../enrolment-repository.js';
 
 const COLUMNS = 'enrolment_id, operator_id, site_id, name, ca_pem, ca_fingerprint, status, created_ms';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { bucketsInOrder } from '../../domain/energy.js';
 import { sumRollups } from '../../domain/energy-rollup.js';
-import type { PlatformKeys } from '../../platform-keys.js';
+import type { PlatformKeys } from '../platform-keys.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
 import type { EnergyBucketRow, ExclusiveJob, Store } from '../store.js';
 import { createSqliteChargingRecords } from './charging-records.js';

@@ -16,8 +16,8 @@ import {
 } from '../../../agent/link/platform-client.js';
 import { failureOf, PlatformError, parseRetryAfter } from '../../../agent/link/platform-errors.js';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
-import { DEFAULT_CONNECTION_LIMITS } from '../../../platform/connection-limits.js';
-import { ensureSelfSignedCertificate } from '../../../platform/tls.js';
+import { DEFAULT_CONNECTION_LIMITS } from '../../../platform/http/connection-limits.js';
+import { ensureSelfSignedCertificate } from '../../../platform/http/tls.js';
 import { signRequest } from '../../../shared/request-signing.js';
 import { quietLogger, tempDir } from '../../helpers/agent.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressKey } from '../../../platform/rate-limit/address-key.js';
+import { addressKey } from '../../../platform/http/rate-limit/address-key.js';
 
 describe('addressKey: what a per-address budget counts', () => {
   const cases: Array<[ip: string, key: string, why: string]> = [

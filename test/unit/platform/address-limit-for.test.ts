@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressLimitFor } from '../../../platform/cli-serve.js';
+import { addressLimitFor } from '../../../platform/cli/cli-serve.js';
 
 describe('addressLimitFor: the sandbox fleet is not throttled by its own platform', () => {
   it.each([

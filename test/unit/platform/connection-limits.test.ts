@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionsCheckingMs } from '../../../platform/connection-limits.js';
+import { connectionsCheckingMs } from '../../../platform/http/connection-limits.js';
 
 describe('connectionsCheckingMs: how often Node looks for requests past the limit', () => {
   it.each([

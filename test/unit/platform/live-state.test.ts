@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../../platform/platform-keys.js';
+import { loadOrCreatePlatformKeys } from '../../../platform/storage/platform-keys.js';
 import { createSqliteStore, DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
 

@@ -1,5 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createPrincipalDirectory, type DeviceEntry } from '../../../platform/principal-directory.js';
+import {
+  createPrincipalDirectory,
+  type DeviceEntry,
+} from '../../../platform/services/principal-directory.js';
 import type { Store } from '../../../platform/storage/store.js';
 
 const entry = (device_id: string, secret_gen = 1): DeviceEntry => ({

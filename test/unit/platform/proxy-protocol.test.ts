@@ -4,7 +4,7 @@ import {
   MAX_PROXY_V2_PAYLOAD,
   type ProxyHeader,
   parseProxyV2,
-} from '../../../platform/proxy-protocol.js';
+} from '../../../platform/http/proxy-protocol.js';
 
 const SIG = '0d0a0d0a000d0a515549540a';
 

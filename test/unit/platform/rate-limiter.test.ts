@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { failureSubject } from '../../../platform/rate-limit/credential-failures.js';
+import { failureSubject } from '../../../platform/http/rate-limit/credential-failures.js';
 import {
   createMemoryRateLimitStore,
   createRateLimiter,
   GUARD_LIMITS,
   type RateDecision,
   type RateLimitStore,
-} from '../../../platform/rate-limit/rate-limiter.js';
+} from '../../../platform/http/rate-limit/rate-limiter.js';
 
 const stores: RateLimitStore[] = [];
 afterEach(() => {

@@ -1,2 +1,0 @@
-export * from './access-tokens.js';
-export * from './authenticate.js';

@@ -1,0 +1,48 @@
+import type { RegistrationPolicy } from '../domain/registration.js';
+import type { TokenService } from '../services/access-tokens.js';
+import type { CommandNotifier } from '../services/command-notifier.js';
+import type { CommandService } from '../services/command-service.js';
+import type { DeviceSecretService } from '../services/device-secret-service.js';
+import type { Liveness } from '../services/liveness.js';
+import type { PlatformEvents } from '../services/platform-events.js';
+import type { PrincipalDirectory } from '../services/principal-directory.js';
+import type { WebhookEvents } from '../services/webhook-events.js';
+import type { PlatformKeys } from '../storage/platform-keys.js';
+import type { Store } from '../storage/store.js';
+import type { ReplayCache } from './auth/request-signature.js';
+import type { RateLimiter } from './rate-limit/rate-limiter.js';
+
+export interface PlatformOptions {
+  env: 'production' | 'sandbox';
+  registration: RegistrationPolicy;
+  tokenTtlSeconds: number;
+  /** Where newly registered chargers go (the sandbox's default site). */
+  defaultSiteId?: string | undefined;
+}
+
+/** What every route needs, injected once: storage, clock, auth and liveness. */
+export interface PlatformContext {
+  options: PlatformOptions;
+  store: Store;
+  tokens: TokenService;
+  keys: PlatformKeys;
+  directory: PrincipalDirectory;
+  rateLimiter: RateLimiter;
+  replayCache: ReplayCache;
+  notifier: CommandNotifier;
+  /** Every command change; the one place that wakes long polls and publishes command events. */
+  commands: CommandService;
+  /** Device token exchange and two-phase secret rotation (DESIGN.md §17). */
+  secrets: DeviceSecretService;
+  metrics?: PlatformMetrics | undefined;
+  events: PlatformEvents;
+  /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */
+  webhooks: WebhookEvents;
+  liveness: Liveness;
+  now: () => number;
+}
+
+/** Counters the routes feed; implemented with prom-client in metrics.ts. */
+export interface PlatformMetrics {
+  rateLimited(rateClass: string): void;
+}

@@ -1,0 +1,417 @@
+import type * as z from 'zod';
+import { API_VERSION, ErrorResponse } from '../../shared/index.js';
+import { API_REFERENCE_ASSETS } from './api-reference-page.js';
+import { type JsonSchema, jsonSchema } from './json-schema.js';
+import { webhookOperations } from './openapi-webhooks.js';
+import type { AnyRoute } from './route-spec.js';
+
+/**
+ * The OpenAPI 3.1 document, generated from the same route table and zod schemas that validate requests.
+ * zod 4 emits JSON Schema draft 2020-12, which is OpenAPI 3.1's schema dialect.
+ */
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Validation failure (1001) or malformed body (1002)',
+  401: 'Missing, invalid (2001) or expired (2002) credentials',
+  403: 'Scope or policy does not allow it (2003)',
+  404: 'Not found, or not visible to this client (3001)',
+  409: 'State conflict (4001)',
+  413: 'Body too large (1002)',
+  415: 'Not application/json (1002)',
+  429: 'Rate limit exceeded (5001); see Retry-After',
+  500: 'Internal error (9001)',
+  503: 'Storage full, read-only or failing (9001); nothing was stored: retry after Retry-After seconds',
+};
+
+const RETRY_AFTER = {
+  description: 'Seconds to wait before retrying',
+  schema: { type: 'integer', minimum: 0 },
+};
+const ERROR_HEADERS: Record<number, JsonSchema> = {
+  429: { 'Retry-After': RETRY_AFTER },
+  503: { 'Retry-After': RETRY_AFTER },
+};
+
+const HEALTH_SCHEMA: JsonSchema = {
+  type: 'object',
+  required: ['status', 'version', 'instance'],
+  properties: { status: { const: 'ok' }, version: { type: 'string' }, instance: { type: 'string' } },
+  additionalProperties: false,
+};
+const READINESS_SCHEMA: JsonSchema = {
+  type: 'object',
+  required: ['status', 'version', 'instance', 'checks'],
+  properties: {
+    status: { enum: ['ready', 'draining', 'not_ready'] },
+    version: { type: 'string' },
+    instance: { type: 'string' },
+    checks: { type: 'object', additionalProperties: { enum: ['ok', 'unreachable'] } },
+  },
+  additionalProperties: false,
+};
+
+/** Routes served outside the table (stream, health, this document and its reference page). */
+export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: JsonSchema }> = [
+  {
+    method: 'GET',
+    url: '/v1/operator/stream',
+    operation: {
+      tags: ['operator'],
+      summary: 'Live telemetry stream (WebSocket)',
+      description:
+        'Upgrade to WebSocket with the bearer token in Authorization (or `access_token` query parameter for ' +
+        'browsers). Send `{"type":"subscribe","device_ids":[...]}` or `{"type":"subscribe","site_ids":[...]}`; ' +
+        'receive `subscribed`, then `telemetry`, `device_status` and `command_status` messages. A second ' +
+        'connection of the same client with the same subscription set is closed with 4429; a consumer more than ' +
+        '1 MiB behind with 4008; an expired token with 4401. The server pings every 30 s.',
+      security: [{ operatorOAuth: ['read'] }],
+      parameters: [
+        {
+          name: 'access_token',
+          in: 'query',
+          required: false,
+          description: 'The bearer token, for browsers (which cannot set Authorization on a WebSocket)',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '101': { description: 'Switching to the WebSocket protocol' },
+        '400': {
+          description:
+            'Malformed WebSocket handshake (missing or invalid Sec-WebSocket-Key or Sec-WebSocket-Version), ' +
+            'answered by the WebSocket layer as plain text, not as an ErrorResponse',
+          content: { 'text/html': { schema: { type: 'string' } } },
+        },
+        '401': { $ref: '#/components/responses/E401' },
+        '403': { $ref: '#/components/responses/E403' },
+        '426': {
+          description:
+            'Not a WebSocket upgrade request (1001, `details.field` `upgrade`); see the Upgrade header',
+          headers: { Upgrade: { schema: { type: 'string', const: 'websocket' } } },
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
+        },
+        '429': { $ref: '#/components/responses/E429' },
+        '500': { $ref: '#/components/responses/E500' },
+        '503': { $ref: '#/components/responses/E503' },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/healthz',
+    operation: {
+      tags: ['system'],
+      summary: 'Liveness probe (not enveloped)',
+      responses: {
+        '200': { description: 'Serving', content: { 'application/json': { schema: HEALTH_SCHEMA } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/readyz',
+    operation: {
+      tags: ['system'],
+      summary: 'Readiness probe for load balancers (not enveloped): storage and Redis answer, not draining',
+      responses: {
+        '200': { description: 'Ready', content: { 'application/json': { schema: READINESS_SCHEMA } } },
+        '503': {
+          description: 'Not ready (a dependency does not answer, or the instance is shutting down)',
+          content: { 'application/json': { schema: READINESS_SCHEMA } },
+        },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/docs',
+    operation: {
+      tags: ['system'],
+      summary: 'Interactive API reference (HTML, reads this document)',
+      responses: {
+        '200': { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/docs/assets/{name}',
+    operation: {
+      tags: ['system'],
+      summary: "The API reference's scripts, stylesheet and icon (served by the platform itself)",
+      parameters: [
+        { name: 'name', in: 'path', required: true, schema: { type: 'string', enum: API_REFERENCE_ASSETS } },
+      ],
+      responses: {
+        '200': {
+          description: 'The file',
+          content: {
+            'text/javascript': { schema: { type: 'string' } },
+            'text/css': { schema: { type: 'string' } },
+            'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } },
+          },
+        },
+        '304': { description: 'Not modified (If-None-Match)' },
+        '400': { $ref: '#/components/responses/E400' },
+        '404': { $ref: '#/components/responses/E404' },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/dashboard',
+    operation: {
+      tags: ['system'],
+      summary: 'Operator dashboard (HTML; signs in with client credentials and uses this API and the stream)',
+      responses: {
+        '200': { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+        '304': { description: 'Not modified (If-None-Match)' },
+        '503': { $ref: '#/components/responses/E503' },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/dashboard/',
+    operation: {
+      tags: ['system'],
+      summary: 'Redirects to /dashboard',
+      responses: {
+        '301': { description: 'Moved to /dashboard', headers: { Location: { schema: { type: 'string' } } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/dashboard/assets/{name}',
+    operation: {
+      tags: ['system'],
+      summary:
+        "The dashboard's script and stylesheet, as `npm run build` made them (served by the platform itself)",
+      parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': {
+          description: 'The file',
+          content: {
+            'text/javascript': { schema: { type: 'string' } },
+            'text/css': { schema: { type: 'string' } },
+            'application/json': { schema: { type: 'object' } },
+          },
+        },
+        '304': { description: 'Not modified (If-None-Match)' },
+        '400': { $ref: '#/components/responses/E400' },
+        '404': { $ref: '#/components/responses/E404' },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    url: '/v1/openapi.json',
+    operation: {
+      tags: ['system'],
+      summary: 'This OpenAPI 3.1 document',
+      responses: {
+        '200': {
+          description: 'OpenAPI document',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
+    },
+  },
+];
+
+/**
+ * Path and query parameters. A URL carries text, so the schemas validating them parse digits into numbers
+ * (`queryInt`): such a parameter is documented by what it is once parsed, an integer with its bounds and
+ * default, rather than by the digit pattern it is read with. Validation itself is unchanged.
+ */
+function parameters(schema: z.core.$ZodType | undefined, where: 'path' | 'query'): JsonSchema[] {
+  if (!schema) return [];
+  const js = jsonSchema(schema, 'input');
+  const parsed = (jsonSchema(schema, 'output').properties ?? {}) as Record<string, JsonSchema>;
+  const props = (js.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((js.required as string[] | undefined) ?? []);
+  return Object.entries(props).map(([name, given]) => {
+    const s = given.type === 'string' && parsed[name]?.type === 'integer' ? parsed[name] : given;
+    return {
+      name,
+      in: where,
+      required: where === 'path' || required.has(name),
+      schema: s,
+      ...(typeof s.description === 'string' ? { description: s.description } : {}),
+    };
+  });
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Every status a table route can answer, derived from its declaration (plus its own `errors`): 400 for any
+ * input to validate (and a URL or body to parse), 401/403 for authenticated and scoped routes, 404 for a path
+ * naming a resource, 413/415 where Fastify reads a body (POST, PATCH, DELETE, whatever the route expects), 429 for
+ * a rate class, and 500 and 503 everywhere (every route reads or writes storage).
+ */
+export function statusesOf(r: AnyRoute): number[] {
+  const statuses = new Set<number>([200, 500, 503, ...(r.errors ?? [])]);
+  if (r.params || r.query || r.body || BODY_METHODS.has(r.method)) statuses.add(400);
+  if (r.auth.kind !== 'none') statuses.add(401);
+  if (r.auth.kind === 'operator') statuses.add(403);
+  if (r.params) statuses.add(404);
+  if (BODY_METHODS.has(r.method)) {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  if (r.rate) statuses.add(429);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+/**
+ * `servers` of the document served at `https://HOST/v1/openapi.json`: the origin it was fetched from, so that
+ * tools calling the API from the document reach the same platform. A Host header that is not a plain
+ * `host[:port]` gets the template instead.
+ */
+const SERVER_TEMPLATE = {
+  url: 'https://{host}',
+  description: 'The platform, at the host and port it is reached at',
+  variables: { host: { default: 'localhost:8443', description: 'host[:port]' } },
+};
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+export function serversFor(host: string | undefined): JsonSchema[] {
+  if (host === undefined || !HOST.test(host)) return [SERVER_TEMPLATE];
+  return [{ url: `https://${host}`, description: 'This platform (where this document was fetched from)' }];
+}
+
+/**
+ * The document as served: built once, only `servers` differs per request (the Host header it was asked with).
+ */
+export function openApiDocumentServer(routes: readonly AnyRoute[]): (host: string | undefined) => string {
+  const marker = '"@servers@"';
+  const [before, after] = JSON.stringify({ ...buildOpenApiDocument(routes), servers: '@servers@' }).split(
+    marker,
+  ) as [string, string];
+  return (host) => `${before}${JSON.stringify(serversFor(host))}${after}`;
+}
+
+export function toOpenApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  const schemas: Record<string, JsonSchema> = { ErrorResponse: jsonSchema(ErrorResponse, 'output') };
+  const errorRef = (status: number) => ({ $ref: `#/components/responses/E${status}` });
+
+  for (const r of routes) {
+    const responses: Record<string, unknown> = {};
+    const data = jsonSchema(r.response, 'output');
+    const body = r.raw
+      ? data
+      : {
+          type: 'object',
+          required: ['code', 'message', 'data'],
+          properties: { code: { const: 0 }, message: { type: 'string', const: 'success' }, data },
+          additionalProperties: false,
+        };
+    for (const s of statusesOf(r)) {
+      if (s === 200) {
+        responses['200'] = { description: 'Success', content: { 'application/json': { schema: body } } };
+      } else if (r.errorBody?.responses[s]) {
+        const { description, headers } = r.errorBody.responses[s];
+        schemas[r.errorBody.name] ??= jsonSchema(r.errorBody.schema, 'output');
+        responses[String(s)] = {
+          description,
+          ...(headers ? { headers } : {}),
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${r.errorBody.name}` } } },
+        };
+      } else {
+        responses[String(s)] = errorRef(s);
+      }
+    }
+
+    const operation: JsonSchema = {
+      tags: [r.tag],
+      summary: r.summary,
+      operationId: `${r.method.toLowerCase()}${toOpenApiPath(r.url)
+        .replace(/[{}]/g, '')
+        .split(/[/_-]/)
+        .filter(Boolean)
+        .map((p) => p[0]!.toUpperCase() + p.slice(1))
+        .join('')}`,
+      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
+      responses,
+    };
+    if (r.description) operation.description = r.description;
+    if (r.auth.kind === 'operator') operation.security = [{ operatorOAuth: [r.auth.scope] }];
+    else if (r.auth.kind === 'device') operation.security = [{ deviceBearer: [] }];
+    else operation.security = [];
+    if (r.body) {
+      const content: Record<string, unknown> = {
+        'application/json': { schema: jsonSchema(r.body, 'input') },
+      };
+      if (r.url.endsWith('/oauth/token'))
+        content['application/x-www-form-urlencoded'] = { schema: jsonSchema(r.body, 'input') };
+      operation.requestBody = { required: !r.bodyOptional, content };
+    }
+    const path = toOpenApiPath(r.url);
+    paths[path] ??= {};
+    paths[path][r.method.toLowerCase()] = operation;
+  }
+  for (const extra of EXTRA_OPERATIONS) {
+    paths[extra.url] ??= {};
+    paths[extra.url]![extra.method.toLowerCase()] = extra.operation;
+  }
+
+  const errorResponses: Record<string, unknown> = {};
+  for (const [status, text] of Object.entries(ERROR_TEXT)) {
+    errorResponses[`E${status}`] = {
+      description: text,
+      ...(ERROR_HEADERS[Number(status)] ? { headers: ERROR_HEADERS[Number(status)] } : {}),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
+    };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Charger Platform Integration API',
+      version: API_VERSION,
+      description:
+        'Operator surface (/v1/operator) for CPMS, EMS and aggregators; charger surface (/v1/device) for chargers. ' +
+        'Every response except the operator token response is enveloped as {code, message, data}.',
+    },
+    servers: serversFor(undefined),
+    tags: [
+      { name: 'operator', description: 'Operator-side API' },
+      { name: 'device', description: 'Charger-side API' },
+      { name: 'system', description: 'Operations' },
+      { name: 'webhooks', description: 'Events sent to webhook endpoints (docs/webhooks.md)' },
+    ],
+    paths,
+    webhooks: webhookOperations(),
+    components: {
+      schemas,
+      responses: errorResponses,
+      securitySchemes: {
+        operatorOAuth: {
+          type: 'oauth2',
+          description: 'OAuth 2.0 client credentials; send the token as Authorization: Bearer.',
+          flows: {
+            clientCredentials: {
+              tokenUrl: '/v1/operator/oauth/token',
+              scopes: {
+                read: 'Sites, devices, charging records, telemetry, aggregated energy',
+                write: 'Remote start, stop, discharge, schedule, flexibility commands',
+              },
+            },
+          },
+        },
+        deviceBearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Device access token from /v1/device/token',
+        },
+      },
+    },
+  };
+}

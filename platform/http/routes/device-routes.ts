@@ -1,0 +1,328 @@
+import type { FastifyRequest } from 'fastify';
+import {
+  ChargingRecordsUpload,
+  CommandParamsPath,
+  CommandPollQuery,
+  CommandStatusAck,
+  CommandStatusReport,
+  CommandsData,
+  DEVICE_SECRET_EXPIRES_IN_SECONDS,
+  DeviceToken,
+  DeviceTokenRequest,
+  EventsUpload,
+  FirmwareStatusAck,
+  FirmwareStatusReport,
+  HeartbeatData,
+  HeartbeatRequest,
+  MAX_BATCH_BODY_BYTES,
+  RegisterRequest,
+  Registration,
+  SecretRotated,
+  TelemetryAccepted,
+  TelemetryBatchAccepted,
+  TelemetryBatchRequest,
+  TelemetryRecord,
+  UploadAccepted,
+} from '../../../shared/index.js';
+import { errors } from '../../domain/api-error.js';
+import { tokenTimes } from '../../services/access-tokens.js';
+import { registrationPolicy } from '../../services/attested-registration.js';
+import type { PlatformContext } from '../context.js';
+import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
+import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
+
+const device = { kind: 'device' } as const;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
+  const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
+  const takePending = (id: string, t: number) => ctx.commands.takePending(id, t);
+
+  return [
+    route({
+      method: 'POST',
+      url: '/v1/device/register',
+      summary: 'Register a charger on first connection',
+      tag: 'device',
+      auth: { kind: 'none' },
+      rate: 'unauthenticated',
+      body: RegisterRequest,
+      response: Registration,
+      // Throttled in the handler: refusals per serial number and address. A success needs no budget of its own:
+      // the serial then answers 409 until an operator resets it.
+      errors: [403, 409, 429],
+      handler: async ({ body, request, reply }) => {
+        // Refusals count per serial and address (DESIGN.md §18), so nobody can keep a charger from registering.
+        const attempt = await beginCredentialAttempt(ctx, 'registerFailures', body.sn, request.ip, reply);
+        // Under `attested`, a missing or unvouched certificate is a refusal like any other (403/2003).
+        const policy = await registrationPolicy(ctx, body.sn, request.raw.socket).catch(
+          async (err: unknown) => {
+            await attempt.failed();
+            throw err;
+          },
+        );
+        const outcome = await ctx.store.registerDevice(body, policy);
+        if (outcome.kind === 'not_allowed') {
+          await attempt.failed();
+          throw errors.forbidden('Serial number is not on the registration allowlist');
+        }
+        if (outcome.kind === 'other_operator') {
+          await attempt.failed();
+          throw errors.forbidden(
+            "The charger is in another operator's site: that operator must move it before this group can enrol it",
+          );
+        }
+        if (outcome.kind === 'already_registered') {
+          await attempt.failed();
+          throw errors.conflict(
+            'Serial number is already registered; an operator must reset the device first',
+          );
+        }
+        await ctx.directory.refreshDevice(outcome.device.device_id);
+        ctx.webhooks.deviceRegistered(outcome.device, ctx.now());
+        return {
+          device_id: outcome.device.device_id,
+          device_secret: outcome.secret,
+          expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS,
+        };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/token',
+      summary: 'Exchange the device credentials for a bearer token',
+      tag: 'device',
+      auth: { kind: 'none' },
+      rate: 'unauthenticated',
+      body: DeviceTokenRequest,
+      response: DeviceToken,
+      // Wrong or revoked credentials; throttled in the handler: failures per device id and address, tokens per
+      // device id.
+      errors: [401, 429],
+      handler: async ({ body, request, reply }) => {
+        const attempt = await beginCredentialAttempt(
+          ctx,
+          'deviceTokenFailures',
+          body.device_id,
+          request.ip,
+          reply,
+        );
+        // Tokens per device id (not in the spec's table, like other charger reporting): looked at before the
+        // exchange, which may retire an old secret, and spent only once the secret is proven.
+        const issued = `token:${body.device_id}`;
+        applyDecision(ctx, 'deviceReporting', await ctx.rateLimiter.peek('deviceReporting', issued), reply);
+        // During a rotation's grace the old and the new secret both work; the new one retires the old.
+        const gen = await ctx.secrets.exchange(body.device_id, body.device_secret);
+        if (gen === undefined) {
+          await attempt.failed();
+          throw errors.unauthorized('Invalid device credentials');
+        }
+        await enforceRateLimit(ctx, 'deviceReporting', issued, reply);
+        const times = tokenTimes(ctx.now(), ctx.options.tokenTtlSeconds);
+        const ttl = ctx.options.tokenTtlSeconds;
+        const access_token = ctx.tokens.issueDeviceToken({ sub: body.device_id, gen, ...times });
+        return { access_token, token_type: 'Bearer' as const, expires_in: ttl };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/heartbeat',
+      summary: 'Heartbeat (every 30 s); answers with the pending commands',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      body: HeartbeatRequest,
+      response: HeartbeatData,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const t = ctx.now();
+        if (body.status === 'offline') ctx.liveness.markOffline(id, t);
+        await ctx.store.recordHeartbeat(id, { status: body.status, fault_code: body.fault_code, atMs: t });
+        // A charger going offline gets no commands: it would not be there to run them.
+        const commands = body.status === 'offline' ? [] : await takePending(id, t);
+        return { commands, server_time: iso(t) };
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/device/commands',
+      summary: 'Long poll for pending commands (wait up to 30 s)',
+      description:
+        'Answers at once when commands are pending, as soon as one is queued, or empty after `wait` seconds.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      query: CommandPollQuery,
+      response: CommandsData,
+      handler: async ({ query, request, reply }) => {
+        const id = deviceId(request);
+        const waiter = query.wait > 0 ? ctx.notifier.subscribe(id) : undefined;
+        let commands = await takePending(id, ctx.now());
+        if (commands.length === 0 && waiter) {
+          const aborted = new AbortController();
+          const onClose = () => aborted.abort();
+          reply.raw.once('close', onClose);
+          const woken = await waiter.wait(query.wait * 1000, aborted.signal);
+          reply.raw.off('close', onClose);
+          if (woken) commands = await takePending(id, ctx.now());
+        } else {
+          waiter?.cancel();
+        }
+        return { commands, server_time: iso(ctx.now()) };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/commands/:command_id/status',
+      summary: 'Report a command’s status: accepted, rejected, succeeded or failed',
+      description:
+        'Reports only move a command forward: a repeat, or `accepted` arriving after a final status, is ' +
+        'acknowledged with `changed: false`. A cancelled or expired command answers 409.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      params: CommandParamsPath,
+      body: CommandStatusReport,
+      response: CommandStatusAck,
+      errors: [404, 409],
+      handler: async ({ params, body, request }) => {
+        const t = ctx.now();
+        const result = await ctx.commands.reportStatus(deviceId(request), params.command_id, body, t);
+        if (result.outcome === 'not_found') throw errors.notFound('Command');
+        if (result.outcome === 'conflict') throw errors.conflict(`Command is already ${result.status}`);
+        return { command_id: params.command_id, status: result.command.status, changed: result.changed };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/telemetry',
+      summary: 'Real-time telemetry of one connector (every 5 s while charging or discharging)',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      body: TelemetryRecord,
+      response: TelemetryAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const accepted = await ctx.store.recordTelemetry(id, [body], ctx.now());
+        if (accepted > 0) ctx.events.telemetry(id, [body]);
+        return { accepted: 1 };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/telemetry/batch',
+      summary: 'Upload a telemetry backlog after an outage (up to 500 records)',
+      description:
+        'Records already stored (same connector and timestamp) are counted as duplicates and ignored.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceRealtime',
+      bodyLimit: MAX_BATCH_BODY_BYTES,
+      body: TelemetryBatchRequest,
+      response: TelemetryBatchAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const accepted = await ctx.store.recordTelemetry(id, body.records, ctx.now());
+        if (accepted > 0) ctx.events.telemetry(id, body.records);
+        return { accepted, duplicates: body.records.length - accepted };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/events',
+      summary: 'Report charger events (idempotent on event_id)',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      body: EventsUpload,
+      response: UploadAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        return ctx.store.insertEvents(
+          id,
+          body.events.map((e) => ({
+            event_id: e.event_id,
+            kind: e.kind,
+            severity: e.severity,
+            connector_id: e.connector_id ?? null,
+            ts_ms: Date.parse(e.timestamp),
+            message: e.message ?? null,
+            data: e.data ?? null,
+          })),
+          ctx.now(),
+          ctx.webhooks.wants('device.fault')
+            ? (stored) => ctx.webhooks.deviceEvents(id, body.events, stored)
+            : undefined,
+        );
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/charging-records',
+      summary: 'Upload charging records (idempotent on record_id)',
+      description: 'A record_id already stored for this charger is ignored and counted as a duplicate.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      body: ChargingRecordsUpload,
+      response: UploadAccepted,
+      handler: async ({ body, request }) => {
+        const id = deviceId(request);
+        const accepted = await ctx.store.insertChargingRecords(
+          body.records.map((r) => ({ ...r, device_id: id })),
+          ctx.webhooks.wants('charging_record.created')
+            ? (stored) => ctx.webhooks.chargingRecords(id, body.records, stored)
+            : undefined,
+        );
+        return { accepted, duplicates: body.records.length - accepted };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/firmware/status',
+      summary: 'Report firmware upgrade status',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      body: FirmwareStatusReport,
+      response: FirmwareStatusAck,
+      handler: async ({ body, request }) => {
+        await ctx.store.recordFirmwareStatus(
+          deviceId(request),
+          {
+            status: body.status,
+            version: body.version,
+            progress: body.progress,
+            message: body.message,
+            ts_ms: Date.parse(body.timestamp),
+          },
+          ctx.now(),
+        );
+        ctx.webhooks.firmwareStatus(deviceId(request), body);
+        return { status: body.status };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/device/secret/rotate',
+      summary: 'Rotate the device secret (two-phase)',
+      description:
+        'Answers with a new, pending secret. The old secret and the tokens issued with it keep working until the ' +
+        'charger obtains a token with the new secret at `POST /v1/device/token`, or until 24 hours have passed; ' +
+        'then the new secret is the only one and every token issued with the old one is revoked. Until then a ' +
+        'repeated request answers the same pending secret, so a charger that lost the answer asks again. Store ' +
+        'the new secret before using it, and keep the old one until the new one has worked.',
+      tag: 'device',
+      auth: device,
+      rate: 'deviceReporting',
+      response: SecretRotated,
+      handler: async ({ request }) => {
+        const id = deviceId(request);
+        const secret = await ctx.secrets.rotate(id);
+        if (secret === undefined) throw errors.unauthorized('Device credentials were revoked');
+        return { device_id: id, device_secret: secret, expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,19 @@
+import type { WebhookService } from '../../services/webhook-service.js';
+import type { PlatformContext } from '../context.js';
+import type { AnyRoute } from '../route-spec.js';
+import { operatorCommandRoutes } from './operator-command-routes.js';
+import { operatorControlRoutes } from './operator-control-routes.js';
+import { operatorReadRoutes } from './operator-read-routes.js';
+import { operatorTokenRoute } from './operator-token.js';
+import { operatorWebhookRoutes } from './operator-webhook-routes.js';
+
+/** Every operator route, in the order the OpenAPI document lists them. */
+export function operatorRoutes(ctx: PlatformContext, webhooks: WebhookService): AnyRoute[] {
+  return [
+    operatorTokenRoute(ctx),
+    ...operatorReadRoutes(ctx),
+    ...operatorCommandRoutes(ctx),
+    ...operatorControlRoutes(ctx),
+    ...operatorWebhookRoutes(webhooks),
+  ];
+}
