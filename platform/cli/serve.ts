@@ -1,8 +1,8 @@
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../shared/index.js';
 import { createRedisLink, type RedisLink, redactedUrl } from '../coordination/redis-link.js';
 import type { RegistrationPolicy } from '../domain/registration.js';
-import { buildPlatform, defaultInstanceId, type Platform } from '../http/server.js';
 import { ensureSelfSignedCertificate, loadCertificate, type TlsMaterial } from '../http/tls.js';
+import { buildPlatform, defaultInstanceId, type Platform } from '../platform.js';
 import { ensureSandbox, type SandboxInfo } from '../sandbox/sandbox-seed.js';
 import {
   type DatabaseChoice,

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { createReplayCache } from '../http/auth/request-signature.js';
+import { createReplayCache } from '../http/auth/replay-cache.js';
 import { createMemoryRateLimitStore } from '../http/rate-limit/rate-limiter.js';
 import { createCommandNotifier } from '../services/command-notifier.js';
 import type { SharedLiveness } from '../services/liveness.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
-import type { SubscriptionRegistry } from '../stream/telemetry-stream.js';
+import type { SubscriptionRegistry } from '../stream/subscribers.js';
 import type { RedisLink } from './redis-link.js';
 import { createRedisRateLimitStore } from './redis-rate-limit-store.js';
 import { createRedisReplayCache } from './redis-replay-cache.js';
@@ -93,3 +93,6 @@ function announcingInterest(registry: SubscriptionRegistry, relay: Relay): Subsc
     },
   };
 }
+
+/** What this instance shares with the others, as `buildPlatform` uses it. */
+export type SharedState = Awaited<ReturnType<typeof shareThroughRedis>>;

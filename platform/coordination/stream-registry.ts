@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SubscriptionRegistry } from '../stream/telemetry-stream.js';
+import type { SubscriptionRegistry } from '../stream/subscribers.js';
 import { type RedisLink, type RedisScript, redisScript, runScript } from './redis-link.js';
 
 /** Three ping periods (30 s each): a live instance refreshes its claims twice before they would lapse. */

@@ -9,7 +9,7 @@ import type { PrincipalDirectory } from '../services/principal-directory.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
-import type { ReplayCache } from './auth/request-signature.js';
+import type { ReplayCache } from './auth/replay-cache.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
 
 export interface PlatformOptions {
@@ -34,7 +34,7 @@ export interface PlatformContext {
   commands: CommandService;
   /** Device token exchange and two-phase secret rotation (DESIGN.md §17). */
   secrets: DeviceSecretService;
-  metrics?: PlatformMetrics | undefined;
+  metrics: PlatformMetrics;
   events: PlatformEvents;
   /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */
   webhooks: WebhookEvents;

@@ -92,7 +92,7 @@ function refuse(
   decision: RateDecision,
   headers: Record<string, string>,
 ) {
-  ctx.metrics?.rateLimited(rate);
+  ctx.metrics.rateLimited(rate);
   return new ApiError(ErrorCode.RATE_LIMITED, RATE_LIMIT_MESSAGE, {
     details: { retry_after_seconds: decision.resetSeconds },
     headers: { ...headers, 'retry-after': String(decision.resetSeconds) },

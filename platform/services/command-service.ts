@@ -20,8 +20,7 @@ import type { PlatformEvents } from './platform-events.js';
 export interface CommandServiceDeps {
   store: Store;
   notifier: CommandNotifier;
-  /** Read at each call: the stream replaces the events sink once it is built. */
-  events: () => PlatformEvents;
+  events: PlatformEvents;
   /** Told of each control the sweep completed (webhooks). */
   controlChanged?: (control: ControlRow, atMs: number) => void;
 }
@@ -30,14 +29,14 @@ export function createCommandService(deps: CommandServiceDeps) {
   const { store, notifier } = deps;
   /** New commands: their chargers are woken, and each is streamed as `queued`. */
   const queued = (rows: readonly CommandRow[]) => {
-    const events = deps.events();
+    const { events } = deps;
     for (const c of rows) {
       notifier.notify(c.device_id);
       events.commandStatus(c, c.created_ms);
     }
   };
   const changed = (rows: readonly CommandRow[], atMs: number) => {
-    const events = deps.events();
+    const { events } = deps;
     for (const c of rows) events.commandStatus(c, atMs);
   };
 
@@ -91,7 +90,7 @@ export function createCommandService(deps: CommandServiceDeps) {
     },
     /** A charger's pending commands; those it gets for the first time are streamed as `delivered`. */
     takePending(deviceId: string, nowMs: number) {
-      const events = deps.events();
+      const { events } = deps;
       return store.takePendingCommands(deviceId, nowMs, (c) => events.commandStatus(c, c.updated_ms));
     },
     /**

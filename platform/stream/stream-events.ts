@@ -1,7 +1,7 @@
 import type { TelemetryRecord } from '../../shared/index.js';
-import type { PlatformContext } from '../http/context.js';
 import type { PlatformEvents } from '../services/platform-events.js';
-import type { Subscriber } from './telemetry-stream.js';
+import type { PrincipalDirectory } from '../services/principal-directory.js';
+import type { Subscriber } from './subscribers.js';
 
 /**
  * What the stream's subscribers hear (DESIGN.md §8): each event goes to the subscribers of its device and of
@@ -9,7 +9,7 @@ import type { Subscriber } from './telemetry-stream.js';
  * JSON serialisation per event whatever the number of subscribers.
  */
 export function createStreamEvents(
-  ctx: PlatformContext,
+  directory: PrincipalDirectory,
   subscribers: {
     byDevice: ReadonlyMap<string, Set<Subscriber>>;
     bySite: ReadonlyMap<string, Set<Subscriber>>;
@@ -19,7 +19,7 @@ export function createStreamEvents(
   const { byDevice, bySite, send } = subscribers;
   /** Subscribers that may see this device now. */
   const audienceOf = (deviceId: string): Subscriber[] => {
-    const entry = ctx.directory.device(deviceId);
+    const entry = directory.device(deviceId);
     if (!entry?.operator_id) return [];
     const out: Subscriber[] = [];
     const direct = byDevice.get(deviceId);
@@ -38,10 +38,10 @@ export function createStreamEvents(
    */
   const refreshing = new Map<string, Promise<void>>();
   const whenKnown = (deviceId: string, publish: () => void) => {
-    if (ctx.directory.device(deviceId)) return publish();
+    if (directory.device(deviceId)) return publish();
     let known = refreshing.get(deviceId);
     if (!known) {
-      known = ctx.directory
+      known = directory
         .refreshDevice(deviceId)
         .catch(() => undefined)
         .finally(() => refreshing.delete(deviceId));
@@ -54,7 +54,7 @@ export function createStreamEvents(
     telemetry(deviceId, records: readonly TelemetryRecord[]) {
       const audience = audienceOf(deviceId);
       if (audience.length === 0) return;
-      const siteId = ctx.directory.device(deviceId)?.site_id ?? undefined;
+      const siteId = directory.device(deviceId)?.site_id ?? undefined;
       for (const r of records) {
         const text = JSON.stringify({ type: 'telemetry', device_id: deviceId, site_id: siteId, ...r });
         for (const s of audience) send(s, text);

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type {} from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { WebSocket } from 'ws';
 import {
   ErrorCode,
   STREAM_CLOSE_DUPLICATE,
@@ -15,53 +14,19 @@ import {
 } from '../../shared/index.js';
 import { ApiError, errors } from '../domain/api-error.js';
 import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../domain/client-credentials.js';
+import type { OperatorTokenDeps } from '../http/auth/authenticate.js';
 import { bearerToken, verifyOperatorToken } from '../http/auth/authenticate.js';
-import type { PlatformContext } from '../http/context.js';
+import type { PrincipalDirectory } from '../services/principal-directory.js';
+import type { SiteRow } from '../storage/store.js';
 import { createStreamEvents } from './stream-events.js';
+import type { Subscriber, SubscriptionRegistry } from './subscribers.js';
 
-/**
- * The live telemetry stream (DESIGN.md §8). Subscribers are indexed by device and by site, so a telemetry POST
- * costs one map lookup per index and one JSON serialisation, whatever the number of subscribers. Tenancy is
- * checked on every message against the principal directory, so a charger moved to another tenant's site stops
- * streaming to the old one at once. A subscriber that falls more than 1 MiB behind is closed (4008) instead of
- * being buffered without bound or slowing anyone else. With several instances, the subscription sets held are
- * also registered with the others (`SubscriptionRegistry`), so that a duplicate is refused on any of them.
- */
-export interface Subscriber {
-  socket: WebSocket;
-  clientId: string;
-  operatorIds: readonly string[];
-  tokenExpiresMs: number;
-  /** The client secret generation of the token it opened with: a revocation or a rotation's end closes it. */
-  tokenGen: number;
-  key: string | undefined;
-  deviceIds: readonly string[];
-  siteIds: readonly string[];
-  alive: boolean;
-  /** This connection's name in the subscription registry (unique across instances and restarts). */
-  connectionId: string;
-  /** Subscribe messages received so far (each is numbered as it arrives)... */
-  requests: number;
-  /** ... and the number of the one whose set is in place: an earlier one still waiting on the registry is dropped. */
-  applied: number;
-  /** Keys this connection's subscribe messages are claiming in the registry now, with how many claims each. */
-  claiming: Map<string, number>;
-}
+export type { Subscriber, SubscriptionRegistry } from './subscribers.js';
 
-/**
- * Who holds each subscription set across the instances of one platform (DESIGN.md §13): the spec's "one
- * connection per client_id per subscription set" then holds whichever instance a connection reaches. Keys are
- * the stream's subscription keys (client id and sorted set); `connectionId` names one connection of this
- * instance. Answers must not reject or throw: a registry that cannot tell (Redis away) says yes, and the
- * instance's own check still applies.
- */
-export interface SubscriptionRegistry {
-  /** True if the set is now held for this connection (or already was), false if another connection holds it. */
-  claim(key: string, connectionId: string): boolean | Promise<boolean>;
-  /** Gives the set up, if this connection holds it. */
-  release(key: string, connectionId: string): void;
-  /** Keeps the sets these connections hold (every ping period), so that a dead instance's claims lapse on their own. */
-  refresh(held: ReadonlyArray<readonly [key: string, connectionId: string]>): void;
+/** What the stream needs: who may see what (the directory, sites) and how tokens are checked. */
+export interface StreamDeps extends OperatorTokenDeps {
+  directory: PrincipalDirectory;
+  getSite(siteId: string): Promise<SiteRow | undefined>;
 }
 
 export const STREAM_PATH = '/v1/operator/stream';
@@ -70,7 +35,7 @@ type StreamRequest = FastifyRequest & { streamTokenExpiresMs?: number; streamTok
 const SLOW_CONSUMER_GRACE_MS = 10_000;
 
 export function createTelemetryStream(
-  ctx: PlatformContext,
+  ctx: StreamDeps,
   pingEveryMs = STREAM_PING_INTERVAL_SECONDS * 1000,
   registry?: SubscriptionRegistry,
 ) {
@@ -132,7 +97,7 @@ export function createTelemetryStream(
   };
   const sendJson = (s: Subscriber, message: unknown) => send(s, JSON.stringify(message));
 
-  const events = createStreamEvents(ctx, { byDevice, bySite, send });
+  const events = createStreamEvents(ctx.directory, { byDevice, bySite, send });
 
   const fail = (s: Subscriber, err: ApiError) =>
     sendJson(s, {
@@ -174,7 +139,7 @@ export function createTelemetryStream(
       }
     }
     for (const id of siteIds) {
-      const site = await ctx.store.getSite(id);
+      const site = await ctx.getSite(id);
       if (!site || !s.operatorIds.includes(site.operator_id)) {
         fail(s, errors.notFound(`Site ${id}`));
         return;

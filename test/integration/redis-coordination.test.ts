@@ -8,7 +8,7 @@ import {
   RedisUnavailableError,
 } from '../../platform/coordination/redis-rate-limit-store.js';
 import { createRedisReplayCache } from '../../platform/coordination/redis-replay-cache.js';
-import { createReplayCache, type ReplayCache } from '../../platform/http/auth/request-signature.js';
+import { createReplayCache, type ReplayCache } from '../../platform/http/auth/replay-cache.js';
 import {
   createMemoryRateLimitStore,
   type RateLimitStore,

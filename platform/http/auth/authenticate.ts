@@ -36,13 +36,16 @@ export function bearerToken(header: unknown): string {
  * it is refused. Known subjects are answered from memory, synchronously: no promise on the hot path.
  */
 
+/** What checking an operator token needs: the stream checks them too, outside any route. */
+export type OperatorTokenDeps = Pick<PlatformContext, 'tokens' | 'directory' | 'now'>;
+
 /**
  * Verifies an operator token and returns its principal (from memory unless the client is not cached, or the
  * token's generation is newer than the cached one). A revoked client, or a generation a rotation's grace no
  * longer covers, is refused (domain/client-credentials.ts).
  */
 export function verifyOperatorToken(
-  ctx: PlatformContext,
+  ctx: OperatorTokenDeps,
   token: string,
 ): OperatorPrincipal | Promise<OperatorPrincipal> {
   const nowMs = ctx.now();

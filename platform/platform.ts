@@ -1,0 +1,249 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { RedisLink } from './coordination/redis-link.js';
+import { type SharedState, shareThroughRedis } from './coordination/shared-state.js';
+import { registerApiReference } from './http/api-reference-page.js';
+import { createReplayCache } from './http/auth/replay-cache.js';
+import type { PlatformContext, PlatformOptions } from './http/context.js';
+import { registerDashboard } from './http/dashboard-page.js';
+import { createMetrics, type MetricsListener, serveMetrics } from './http/metrics.js';
+import { openApiDocumentServer } from './http/openapi.js';
+import {
+  createMemoryRateLimitStore,
+  createRateLimiter,
+  type RateLimitStore,
+} from './http/rate-limit/rate-limiter.js';
+import { type AnyRoute, registerRoutes } from './http/route-spec.js';
+import { deviceRoutes } from './http/routes/device-routes.js';
+import { answersWithin, healthRoutes } from './http/routes/health.js';
+import { operatorRoutes } from './http/routes/operator-routes.js';
+import { createHttpServer, defaultInstanceId, type HttpServerOptions } from './http/server.js';
+import { createTokenService } from './services/access-tokens.js';
+import { createCommandNotifier } from './services/command-notifier.js';
+import { createCommandService } from './services/command-service.js';
+import { createDeviceSecretService } from './services/device-secret-service.js';
+import { createLiveness } from './services/liveness.js';
+import { bothEvents } from './services/platform-events.js';
+import { createPrincipalDirectory } from './services/principal-directory.js';
+import { createSweeper } from './services/sweeper.js';
+import { createWebhooks, type WebhookOptions } from './services/webhooks.js';
+import type { PlatformKeys } from './storage/platform-keys.js';
+import type { Store } from './storage/store.js';
+import { createTelemetryStream, type TelemetryStream } from './stream/telemetry-stream.js';
+
+export { defaultInstanceId } from './http/server.js';
+
+export interface BuildOptions extends PlatformOptions, HttpServerOptions {
+  store: Store;
+  keys: PlatformKeys;
+  now?: () => number;
+  /** Shared counters for several instances; in memory by default. */
+  rateLimitStore?: RateLimitStore;
+  /** Requests a minute one address may make to the unauthenticated routes (DESIGN.md §18; `--address-limit`). */
+  addressLimit?: number;
+  /** Stream keep-alive ping period (ms); 30 s unless a test shortens it. */
+  streamPingMs?: number;
+  /** How often expired commands and ended controls are swept (ms). */
+  sweepEveryMs?: number;
+  /** This instance's name in logs, metrics and health answers (DESIGN.md §13); default host name and pid. */
+  instanceId?: string;
+  /**
+   * Redis shared with the other instances of this platform: rate limits, the replay cache, long-poll wake-ups
+   * and the stream's events (DESIGN.md §13). The caller owns the link and closes it after `close()`.
+   */
+  redis?: RedisLink;
+  /** Webhook delivery (DESIGN.md §14). */
+  webhooks?: WebhookOptions;
+}
+
+export interface Platform {
+  app: FastifyInstance;
+  context: PlatformContext;
+  routes: readonly AnyRoute[];
+  registeredRoutes: ReadonlyArray<{ method: string; url: string }>;
+  /**
+   * Expire overdue commands, complete ended controls and promote pending device secrets past their grace now,
+   * after a sweep in progress (also runs on a timer).
+   */
+  sweep(): Promise<void>;
+  webhooks: {
+    /** Sends what is due now (by the platform's clock) and waits for the attempts. */
+    deliverDue(): Promise<void>;
+  };
+  /**
+   * Starts the Prometheus listener (plain HTTP `GET /metrics`, on its own port: DESIGN.md §15); port 0 picks a
+   * free one. `close()` closes it.
+   */
+  serveMetrics(host: string, port: number): Promise<MetricsListener>;
+  close(): Promise<void>;
+}
+
+/**
+ * One platform instance, composed: the HTTPS server, what is shared with other instances (Redis), the services,
+ * the live stream and webhooks, the context the routes get (built once, complete), the routes, the sweeper.
+ */
+export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
+  const now = opts.now ?? Date.now;
+  const instanceId = opts.instanceId ?? defaultInstanceId();
+  const http = await createHttpServer(opts, instanceId);
+  const { app } = http;
+  const shared = opts.redis ? await shareThroughRedis(opts.redis, opts.keys, instanceId, app.log) : undefined;
+  const parts = await createParts(opts, now, app.log, shared);
+  const metrics = createMetrics({
+    instanceId,
+    store: opts.store,
+    onlineChargers: () => parts.liveness.onlineCount(),
+    connectedChargers: () => parts.notifier.connectedDevices(),
+    streamSubscribers: () => parts.stream.subscriberCount(),
+    webhooks: () => parts.webhooks.stats(),
+    ...(shared ? { coordination: shared.stats } : {}),
+  });
+  metrics.install(app);
+  const context: PlatformContext = { ...parts.context, metrics: metrics.recorder };
+
+  const routes = [...operatorRoutes(context, parts.webhooks.service), ...deviceRoutes(context)];
+  registerRoutes(app, context, routes);
+  parts.stream.register(app);
+  let draining = false;
+  registerPlumbing(app, opts, instanceId, routes, () => draining);
+
+  const sweeper = createSweeper({
+    store: opts.store,
+    commands: context.commands,
+    secrets: context.secrets,
+    now,
+    everyMs: opts.sweepEveryMs ?? 1000,
+    log: app.log,
+    logStorageFault: http.logStorageFault,
+  });
+  const metricsListeners: MetricsListener[] = [];
+
+  return {
+    app,
+    context,
+    routes,
+    registeredRoutes: http.registeredRoutes,
+    sweep: sweeper.sweep,
+    webhooks: { deliverDue: parts.webhooks.deliverDue },
+    async serveMetrics(host, port) {
+      const listener = await serveMetrics(metrics.registry, host, port, (err) =>
+        app.log.error({ err }, 'metrics listener'),
+      );
+      metricsListeners.push(listener);
+      return listener;
+    },
+    async close() {
+      // Balancers see the instance going (`/readyz` 503) and parked polls are answered now, so chargers move on.
+      draining = true;
+      parts.notifier.releaseAll();
+      sweeper.stop();
+      parts.stream.close();
+      http.connections.dropWaiting();
+      await app.close();
+      await parts.webhooks.close();
+      await Promise.all(metricsListeners.splice(0).map((l) => l.close()));
+      await shared?.relay.close();
+      parts.directory.close();
+      parts.context.rateLimiter.close();
+      await parts.liveness.close();
+    },
+  };
+}
+
+/**
+ * The services and what they publish to, in dependency order: the stream and webhooks hear events, liveness and
+ * commands emit them. Everything is built before the context, so nothing is patched in afterwards.
+ */
+async function createParts(
+  opts: BuildOptions,
+  now: () => number,
+  log: FastifyBaseLogger,
+  shared: SharedState | undefined,
+) {
+  const { store, keys } = opts;
+  const directory = await createPrincipalDirectory(store);
+  const tokens = createTokenService(keys.tokenKey);
+  const rateLimiter = createRateLimiter(
+    opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
+    now,
+    opts.addressLimit ? { unauthenticated: { limit: opts.addressLimit, windowSeconds: 60 } } : {},
+  );
+  const notifier = shared?.relay.notifier ?? createCommandNotifier();
+  const webhooks = await createWebhooks({ store, keys, directory, now, log, options: opts.webhooks });
+  const stream: TelemetryStream = createTelemetryStream(
+    { directory, tokens, now, getSite: (siteId) => store.getSite(siteId) },
+    opts.streamPingMs,
+    shared?.streamRegistry,
+  );
+  // Webhooks hear only what happens on this instance: each event is queued once, wherever it happened.
+  const events = bothEvents(
+    shared ? shared.relay.events(stream.events, () => stream.subscriberCount() > 0) : stream.events,
+    webhooks.events.platformEvents,
+  );
+  const liveness = createLiveness(
+    store,
+    now,
+    (deviceId, status, atMs) => events.deviceStatus(deviceId, status, atMs),
+    undefined,
+    shared?.liveness,
+  );
+  const commands = createCommandService({
+    store,
+    notifier,
+    events,
+    controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
+  });
+  const context: Omit<PlatformContext, 'metrics'> = {
+    options: {
+      env: opts.env,
+      registration: opts.registration,
+      tokenTtlSeconds: opts.tokenTtlSeconds,
+      defaultSiteId: opts.defaultSiteId,
+    },
+    store,
+    tokens,
+    keys,
+    directory,
+    rateLimiter,
+    replayCache: shared?.replayCache ?? createReplayCache(),
+    notifier,
+    commands,
+    secrets: createDeviceSecretService({ store, keys, directory, now }),
+    liveness,
+    events,
+    webhooks: webhooks.events,
+    now,
+  };
+  return { context, directory, notifier, liveness, stream, webhooks };
+}
+
+/** Health and readiness, the OpenAPI document, the reference page and the dashboard. */
+function registerPlumbing(
+  app: FastifyInstance,
+  opts: BuildOptions,
+  instanceId: string,
+  routes: readonly AnyRoute[],
+  draining: () => boolean,
+): void {
+  healthRoutes(app, {
+    instanceId,
+    draining,
+    async checks(): Promise<Record<string, boolean>> {
+      const storage = answersWithin(() => opts.store.getSetting('environment'));
+      if (!opts.redis) return { storage: await storage };
+      const redis = opts.redis;
+      const [s, r] = await Promise.all([storage, answersWithin(() => redis.check().then(assertTrue))]);
+      return { storage: s, redis: r };
+    },
+  });
+  // Built once; `servers` names the origin the client asked (openapi.ts `serversFor`).
+  const openapi = openApiDocumentServer(routes);
+  app.get('/v1/openapi.json', async (request, reply) =>
+    reply.type('application/json').send(openapi(request.headers.host)),
+  );
+  registerApiReference(app);
+  registerDashboard(app);
+}
+
+function assertTrue(ok: boolean): void {
+  if (!ok) throw new Error('not answered');
+}

@@ -1,0 +1,43 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { StorageFault } from '../storage/storage-faults.js';
+import { storageFaultOf } from '../storage/storage-faults.js';
+import type { Store } from '../storage/store.js';
+import type { CommandService } from './command-service.js';
+import type { DeviceSecretService } from './device-secret-service.js';
+
+/**
+ * Expires overdue commands, completes ended controls and promotes pending device secrets past their grace, on a
+ * timer. Several instances share one database: one of them sweeps at a time (an advisory lock on PostgreSQL).
+ * The timer skips a turn while another sweep runs; `sweep()` asked for explicitly waits for it and runs its own.
+ */
+export function createSweeper(deps: {
+  store: Pick<Store, 'runAlone'>;
+  commands: Pick<CommandService, 'sweep'>;
+  secrets: Pick<DeviceSecretService, 'promoteExpired'>;
+  now: () => number;
+  everyMs: number;
+  log: FastifyBaseLogger;
+  logStorageFault: (log: FastifyBaseLogger, fault: StorageFault) => void;
+}) {
+  const sweepUnlessRunning = () =>
+    deps.store.runAlone('sweep', async () => {
+      await deps.commands.sweep(deps.now());
+      await deps.secrets.promoteExpired(deps.now());
+    });
+  const timer = setInterval(() => {
+    sweepUnlessRunning().catch((err: unknown) => {
+      const fault = storageFaultOf(err);
+      if (fault) deps.logStorageFault(deps.log, fault);
+      else deps.log.error({ err }, 'sweep failed');
+    });
+  }, deps.everyMs);
+  timer.unref();
+  return {
+    async sweep(): Promise<void> {
+      while (!(await sweepUnlessRunning()).ran) await new Promise((r) => setTimeout(r, 20));
+    },
+    stop(): void {
+      clearInterval(timer);
+    },
+  };
+}
