@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { errors } from '../../domain/api-error.js';
+import type { OperatorPrincipal } from '../../services/principal.js';
 import type { ConnectorRow, DeviceRow, SiteRow } from '../../storage/store.js';
-import type { OperatorPrincipal } from '../auth/authenticate.js';
 import type { PlatformContext } from '../context.js';
 
 /** The scopes operator routes ask for. */
