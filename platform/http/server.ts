@@ -13,10 +13,15 @@ import { ApiError } from '../domain/api-error.js';
 import { createTokenService } from '../services/access-tokens.js';
 import { createCommandNotifier } from '../services/command-notifier.js';
 import { createCommandService } from '../services/command-service.js';
+import { createControlService } from '../services/control-service.js';
+import { createDeviceReportingService } from '../services/device-reporting-service.js';
 import { createDeviceSecretService } from '../services/device-secret-service.js';
 import { createLiveness } from '../services/liveness.js';
+import { createOperatorCommandService } from '../services/operator-command-service.js';
+import { createOperatorReadService } from '../services/operator-read-service.js';
 import { bothEvents, noEvents } from '../services/platform-events.js';
 import { createPrincipalDirectory } from '../services/principal-directory.js';
+import { createTenancy } from '../services/tenancy.js';
 import { createWebhooks, type WebhookOptions } from '../services/webhooks.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import { storageFaultOf } from '../storage/storage-faults.js';
@@ -217,6 +222,13 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     log: app.log,
     options: opts.webhooks,
   });
+  const commands = createCommandService({
+    store: opts.store,
+    notifier,
+    events: () => context.events,
+    controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
+  });
+  const tenancy = createTenancy(opts.store);
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -231,13 +243,21 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     rateLimiter,
     replayCache: shared?.replayCache ?? createReplayCache(),
     notifier,
-    commands: createCommandService({
-      store: opts.store,
-      notifier,
-      events: () => context.events,
-      controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
-    }),
+    commands,
     secrets: createDeviceSecretService({ store: opts.store, keys: opts.keys, directory, now }),
+    tenancy,
+    reporting: createDeviceReportingService({
+      store: opts.store,
+      commands,
+      notifier,
+      liveness,
+      events: () => context.events,
+      webhooks: webhooks.events,
+      now,
+    }),
+    reads: createOperatorReadService({ store: opts.store, tenancy, liveness, now }),
+    operatorCommands: createOperatorCommandService({ store: opts.store, tenancy, commands, now }),
+    controls: createControlService({ store: opts.store, commands, tenancy, now, webhooks: webhooks.events }),
     liveness,
     events: noEvents,
     webhooks: webhooks.events,

@@ -174,8 +174,7 @@ export function createTelemetryStream(
       }
     }
     for (const id of siteIds) {
-      const site = await ctx.store.getSite(id);
-      if (!site || !s.operatorIds.includes(site.operator_id)) {
+      if (!(await ctx.tenancy.findSite(s, id))) {
         fail(s, errors.notFound(`Site ${id}`));
         return;
       }
