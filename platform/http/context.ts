@@ -1,5 +1,6 @@
 import type { RegistrationPolicy } from '../domain/registration.js';
 import type { TokenService } from '../services/access-tokens.js';
+import type { ClientTokenService } from '../services/client-token-service.js';
 import type { CommandNotifier } from '../services/command-notifier.js';
 import type { CommandService } from '../services/command-service.js';
 import type { ControlService } from '../services/control-service.js';
@@ -37,6 +38,8 @@ export interface PlatformContext {
   notifier: CommandNotifier;
   /** Every command change; the one place that wakes long polls and publishes command events. */
   commands: CommandService;
+  /** Operator access tokens: a client's secret checked, then a token issued. */
+  clientTokens: ClientTokenService;
   /** Device token exchange and two-phase secret rotation (DESIGN.md §17). */
   secrets: DeviceSecretService;
   /** What an actor's operators may reach; another tenant's answers like a missing one. */

@@ -11,6 +11,7 @@ import type { RedisLink } from '../coordination/redis-link.js';
 import { shareThroughRedis } from '../coordination/shared-state.js';
 import { ApiError } from '../domain/api-error.js';
 import { createTokenService } from '../services/access-tokens.js';
+import { createClientTokenService } from '../services/client-token-service.js';
 import { createCommandNotifier } from '../services/command-notifier.js';
 import { createCommandService } from '../services/command-service.js';
 import { createControlService } from '../services/control-service.js';
@@ -229,6 +230,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
   });
   const tenancy = createTenancy(opts.store);
+  const tokens = createTokenService(opts.keys.tokenKey);
   const context: PlatformContext = {
     options: {
       env: opts.env,
@@ -237,13 +239,21 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       defaultSiteId: opts.defaultSiteId,
     },
     store: opts.store,
-    tokens: createTokenService(opts.keys.tokenKey),
+    tokens,
     keys: opts.keys,
     directory,
     rateLimiter,
     replayCache: shared?.replayCache ?? createReplayCache(),
     notifier,
     commands,
+    clientTokens: createClientTokenService({
+      store: opts.store,
+      keys: opts.keys,
+      tokens,
+      directory,
+      now,
+      tokenTtlSeconds: opts.tokenTtlSeconds,
+    }),
     secrets: createDeviceSecretService({ store: opts.store, keys: opts.keys, directory, now }),
     tenancy,
     reporting: createDeviceReportingService({
