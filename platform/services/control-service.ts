@@ -37,7 +37,6 @@ export interface ControlActor {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-// Deps are read at each call, not destructured, so the service sees the context as it is when a request runs.
 export function createControlService(deps: ControlServiceDeps) {
   /** The control, if the actor may see every operator it belongs to; another tenant's is as good as missing. */
   async function visibleControl(controlId: string, operatorIds: readonly string[]) {
