@@ -18,13 +18,19 @@ import { answersWithin, healthRoutes } from './http/routes/health.js';
 import { operatorRoutes } from './http/routes/operator-routes.js';
 import { createHttpServer, defaultInstanceId, type HttpServerOptions } from './http/server.js';
 import { createTokenService } from './services/access-tokens.js';
+import { createClientTokenService } from './services/client-token-service.js';
 import { createCommandNotifier } from './services/command-notifier.js';
 import { createCommandService } from './services/command-service.js';
+import { createControlService } from './services/control-service.js';
+import { createDeviceReportingService } from './services/device-reporting-service.js';
 import { createDeviceSecretService } from './services/device-secret-service.js';
 import { createLiveness } from './services/liveness.js';
+import { createOperatorCommandService } from './services/operator-command-service.js';
+import { createOperatorReadService } from './services/operator-read-service.js';
 import { bothEvents } from './services/platform-events.js';
 import { createPrincipalDirectory } from './services/principal-directory.js';
 import { createSweeper } from './services/sweeper.js';
+import { createTenancy } from './services/tenancy.js';
 import { createWebhooks, type WebhookOptions } from './services/webhooks.js';
 import type { PlatformKeys } from './storage/platform-keys.js';
 import type { Store } from './storage/store.js';
@@ -162,6 +168,7 @@ async function createParts(
   const { store, keys } = opts;
   const directory = await createPrincipalDirectory(store);
   const tokens = createTokenService(keys.tokenKey);
+  const tenancy = createTenancy(store);
   const rateLimiter = createRateLimiter(
     opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
     now,
@@ -170,7 +177,7 @@ async function createParts(
   const notifier = shared?.relay.notifier ?? createCommandNotifier();
   const webhooks = await createWebhooks({ store, keys, directory, now, log, options: opts.webhooks });
   const stream: TelemetryStream = createTelemetryStream(
-    { directory, tokens, now, getSite: (siteId) => store.getSite(siteId) },
+    { directory, tokens, now, tenancy },
     opts.streamPingMs,
     shared?.streamRegistry,
   );
@@ -192,6 +199,15 @@ async function createParts(
     events,
     controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
   });
+  const reporting = createDeviceReportingService({
+    store,
+    commands,
+    notifier,
+    liveness,
+    events,
+    webhooks: webhooks.events,
+    now,
+  });
   const context: Omit<PlatformContext, 'metrics'> = {
     options: {
       env: opts.env,
@@ -207,7 +223,20 @@ async function createParts(
     replayCache: shared?.replayCache ?? createReplayCache(),
     notifier,
     commands,
+    clientTokens: createClientTokenService({
+      store,
+      keys,
+      tokens,
+      directory,
+      now,
+      tokenTtlSeconds: opts.tokenTtlSeconds,
+    }),
     secrets: createDeviceSecretService({ store, keys, directory, now }),
+    tenancy,
+    reporting,
+    reads: createOperatorReadService({ store, tenancy, liveness, now }),
+    operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
+    controls: createControlService({ store, commands, tenancy, now, webhooks: webhooks.events }),
     liveness,
     events,
     webhooks: webhooks.events,

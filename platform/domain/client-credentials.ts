@@ -64,3 +64,17 @@ export function tokenExpirySeconds(
   if (match === 'current' || client.previous_secret_until_ms === null) return normalExp;
   return Math.min(normalExp, Math.floor(client.previous_secret_until_ms / 1000));
 }
+
+/**
+ * The scopes a token is issued with: all the client's, or those the request names (space-separated, RFC 6749
+ * §3.3) without repeats; undefined when it names none, or one the client is not granted (`invalid_scope`).
+ */
+export function grantedScopes<S extends string>(
+  clientScopes: readonly S[],
+  asked: string | undefined,
+): S[] | undefined {
+  if (asked === undefined) return [...clientScopes];
+  const names = asked.split(' ').filter(Boolean);
+  if (names.length === 0 || names.some((s) => !clientScopes.includes(s as S))) return undefined;
+  return [...new Set(names)] as S[];
+}

@@ -94,3 +94,19 @@ export function mayFollowControl(
 ): boolean {
   return controlOperators.length > 0 && controlOperators.every((o) => clientOperators.includes(o));
 }
+
+/** The ids a control request targets, without repeats, in the order given. */
+export function distinctTargetIds(ids: readonly string[] | undefined): string[] {
+  return [...new Set(ids ?? [])];
+}
+
+/**
+ * The first operator a control names that its sender does not act for; the request answers it like a missing
+ * operator (404), so nobody learns which operators exist.
+ */
+export function foreignOperatorId(
+  named: readonly string[],
+  senderOperatorIds: readonly string[],
+): string | undefined {
+  return named.find((id) => !senderOperatorIds.includes(id));
+}

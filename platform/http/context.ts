@@ -1,11 +1,17 @@
 import type { RegistrationPolicy } from '../domain/registration.js';
 import type { TokenService } from '../services/access-tokens.js';
+import type { ClientTokenService } from '../services/client-token-service.js';
 import type { CommandNotifier } from '../services/command-notifier.js';
 import type { CommandService } from '../services/command-service.js';
+import type { ControlService } from '../services/control-service.js';
+import type { DeviceReportingService } from '../services/device-reporting-service.js';
 import type { DeviceSecretService } from '../services/device-secret-service.js';
 import type { Liveness } from '../services/liveness.js';
+import type { OperatorCommandService } from '../services/operator-command-service.js';
+import type { OperatorReadService } from '../services/operator-read-service.js';
 import type { PlatformEvents } from '../services/platform-events.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
+import type { Tenancy } from '../services/tenancy.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
@@ -32,8 +38,20 @@ export interface PlatformContext {
   notifier: CommandNotifier;
   /** Every command change; the one place that wakes long polls and publishes command events. */
   commands: CommandService;
+  /** Operator access tokens: a client's secret checked, then a token issued. */
+  clientTokens: ClientTokenService;
   /** Device token exchange and two-phase secret rotation (DESIGN.md §17). */
   secrets: DeviceSecretService;
+  /** What an actor's operators may reach; another tenant's answers like a missing one. */
+  tenancy: Tenancy;
+  /** A charger's heartbeats, telemetry, events, records, firmware reports and command polls. */
+  reporting: DeviceReportingService;
+  /** Operator reads: sites, chargers, events, charging records, energy. */
+  reads: OperatorReadService;
+  /** Commands an operator sends to one connector, and following or cancelling them. */
+  operatorCommands: OperatorCommandService;
+  /** Load-flexibility controls. */
+  controls: ControlService;
   metrics: PlatformMetrics;
   events: PlatformEvents;
   /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */

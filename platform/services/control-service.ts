@@ -1,15 +1,19 @@
 import type { ControlView, FlexibilityRequest } from '../../shared/index.js';
+import { errors } from '../domain/api-error.js';
 import {
   controlCommandParams,
   controlOperatorIds,
   controlProgress,
+  distinctTargetIds,
   effectiveControlStatus,
+  foreignOperatorId,
   mayFollowControl,
   planCancellation,
 } from '../domain/flexibility.js';
 import { newId } from '../domain/ids.js';
 import type { ControlRow, NewCommand, Store } from '../storage/store.js';
 import type { CommandService } from './command-service.js';
+import type { Tenancy } from './tenancy.js';
 
 /**
  * Load-flexibility controls (spec: `/v1/operator/control/flexibility`): fanning a control out to its chargers,
@@ -19,6 +23,7 @@ import type { CommandService } from './command-service.js';
 export interface ControlServiceDeps {
   store: Store;
   commands: CommandService;
+  tenancy: Tenancy;
   now(): number;
   /** Told when a control starts or is cancelled; the command service's sweep tells of completions. */
   webhooks?: { controlStatus(control: ControlRow, atMs: number): void };
@@ -32,7 +37,6 @@ export interface ControlActor {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-// Deps are read at each call, not destructured, so the service sees the context as it is when a request runs.
 export function createControlService(deps: ControlServiceDeps) {
   /** The control, if the actor may see every operator it belongs to; another tenant's is as good as missing. */
   async function visibleControl(controlId: string, operatorIds: readonly string[]) {
@@ -40,17 +44,33 @@ export function createControlService(deps: ControlServiceDeps) {
     return found && mayFollowControl(found.control.operator_ids, operatorIds) ? found : undefined;
   }
 
+  /**
+   * The request's targets without repeats, each checked to be the actor's, and the operators they name (a
+   * site's operator, an operator id itself; none for `all`).
+   */
+  async function resolveTargets(request: FlexibilityRequest, actor: ControlActor) {
+    const ids = distinctTargetIds(request.target_ids);
+    const operatorIds: string[] = [];
+    if (request.target_type === 'site') {
+      for (const id of ids) operatorIds.push((await deps.tenancy.site(actor, id)).operator_id);
+    } else if (request.target_type === 'operator') {
+      const foreign = foreignOperatorId(ids, actor.operatorIds);
+      if (foreign !== undefined) throw errors.notFound(`Operator ${foreign}`);
+      operatorIds.push(...ids);
+    }
+    return { ids, operatorIds };
+  }
+
   return {
     /**
-     * Starts a control on every charger of the targets the actor may reach. `targets.ids` are the request's,
-     * without duplicates, and already checked to be the actor's; `targets.operatorIds` the operators they name
-     * (a site's operator, an operator id itself; none for `all`).
+     * Starts a control on every charger of the targets the actor may reach. A site or operator target that is
+     * not the actor's answers 404 like a missing one.
      */
     async start(
       request: FlexibilityRequest,
-      targets: { ids: readonly string[]; operatorIds: readonly string[] },
       actor: ControlActor,
     ): Promise<{ control_id: string; status: 'executing'; device_count: number }> {
+      const targets = await resolveTargets(request, actor);
       const reached = await deps.store.listDevicesForTargets(actor.operatorIds, {
         type: request.target_type,
         ids: targets.ids,

@@ -8,12 +8,12 @@ import {
 } from '../../shared/index.js';
 import { errors } from '../domain/api-error.js';
 import { newId } from '../domain/ids.js';
-import type { OperatorPrincipal } from '../http/auth/authenticate.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { DeliveryRow, Page, Store, WebhookChanges, WebhookRow } from '../storage/store.js';
 import { literalHostRefusal } from '../webhooks/address-policy.js';
 import { storedErrorCategory } from '../webhooks/delivery-errors.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
+import type { OperatorPrincipal } from './principal.js';
 import type { WebhookEvents } from './webhook-events.js';
 
 /** Both secrets sign for this long after a rotation (DESIGN.md §14). */

@@ -17,7 +17,7 @@ import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../domain/client-cre
 import type { OperatorTokenDeps } from '../http/auth/authenticate.js';
 import { bearerToken, verifyOperatorToken } from '../http/auth/authenticate.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
-import type { SiteRow } from '../storage/store.js';
+import type { Tenancy } from '../services/tenancy.js';
 import { createStreamEvents } from './stream-events.js';
 import type { Subscriber, SubscriptionRegistry } from './subscribers.js';
 
@@ -26,7 +26,7 @@ export type { Subscriber, SubscriptionRegistry } from './subscribers.js';
 /** What the stream needs: who may see what (the directory, sites) and how tokens are checked. */
 export interface StreamDeps extends OperatorTokenDeps {
   directory: PrincipalDirectory;
-  getSite(siteId: string): Promise<SiteRow | undefined>;
+  tenancy: Pick<Tenancy, 'findSite'>;
 }
 
 export const STREAM_PATH = '/v1/operator/stream';
@@ -139,8 +139,7 @@ export function createTelemetryStream(
       }
     }
     for (const id of siteIds) {
-      const site = await ctx.getSite(id);
-      if (!site || !s.operatorIds.includes(site.operator_id)) {
+      if (!(await ctx.tenancy.findSite(s, id))) {
         fail(s, errors.notFound(`Site ${id}`));
         return;
       }

@@ -3,16 +3,8 @@ import type { Scope } from '../../../shared/index.js';
 import { errors } from '../../domain/api-error.js';
 import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../../domain/client-credentials.js';
 import { liveGeneration } from '../../domain/secret-rotation.js';
+import type { DevicePrincipal, OperatorPrincipal } from '../../services/principal.js';
 import type { PlatformContext } from '../context.js';
-
-export interface OperatorPrincipal {
-  clientId: string;
-  scopes: readonly Scope[];
-  operatorIds: readonly string[];
-}
-export interface DevicePrincipal {
-  deviceId: string;
-}
 
 declare module 'fastify' {
   interface FastifyRequest {

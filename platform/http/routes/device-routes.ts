@@ -36,7 +36,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
   const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
-  const takePending = (id: string, t: number) => ctx.commands.takePending(id, t);
+  const reporting = ctx.reporting;
 
   return [
     route({
@@ -134,13 +134,8 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       body: HeartbeatRequest,
       response: HeartbeatData,
       handler: async ({ body, request }) => {
-        const id = deviceId(request);
-        const t = ctx.now();
-        if (body.status === 'offline') ctx.liveness.markOffline(id, t);
-        await ctx.store.recordHeartbeat(id, { status: body.status, fault_code: body.fault_code, atMs: t });
-        // A charger going offline gets no commands: it would not be there to run them.
-        const commands = body.status === 'offline' ? [] : await takePending(id, t);
-        return { commands, server_time: iso(t) };
+        const { commands, atMs } = await reporting.heartbeat(deviceId(request), body);
+        return { commands, server_time: iso(atMs) };
       },
     }),
     route({
@@ -155,20 +150,20 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       query: CommandPollQuery,
       response: CommandsData,
       handler: async ({ query, request, reply }) => {
-        const id = deviceId(request);
-        const waiter = query.wait > 0 ? ctx.notifier.subscribe(id) : undefined;
-        let commands = await takePending(id, ctx.now());
-        if (commands.length === 0 && waiter) {
-          const aborted = new AbortController();
-          const onClose = () => aborted.abort();
-          reply.raw.once('close', onClose);
-          const woken = await waiter.wait(query.wait * 1000, aborted.signal);
+        // A charger that hangs up ends its wait.
+        const hungUp = new AbortController();
+        const onClose = () => hungUp.abort();
+        reply.raw.once('close', onClose);
+        try {
+          const { commands, atMs } = await reporting.pollCommands(
+            deviceId(request),
+            query.wait * 1000,
+            hungUp.signal,
+          );
+          return { commands, server_time: iso(atMs) };
+        } finally {
           reply.raw.off('close', onClose);
-          if (woken) commands = await takePending(id, ctx.now());
-        } else {
-          waiter?.cancel();
         }
-        return { commands, server_time: iso(ctx.now()) };
       },
     }),
     route({
@@ -203,9 +198,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       body: TelemetryRecord,
       response: TelemetryAccepted,
       handler: async ({ body, request }) => {
-        const id = deviceId(request);
-        const accepted = await ctx.store.recordTelemetry(id, [body], ctx.now());
-        if (accepted > 0) ctx.events.telemetry(id, [body]);
+        await reporting.telemetry(deviceId(request), [body]);
         return { accepted: 1 };
       },
     }),
@@ -222,9 +215,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       body: TelemetryBatchRequest,
       response: TelemetryBatchAccepted,
       handler: async ({ body, request }) => {
-        const id = deviceId(request);
-        const accepted = await ctx.store.recordTelemetry(id, body.records, ctx.now());
-        if (accepted > 0) ctx.events.telemetry(id, body.records);
+        const accepted = await reporting.telemetry(deviceId(request), body.records);
         return { accepted, duplicates: body.records.length - accepted };
       },
     }),
@@ -237,25 +228,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       rate: 'deviceReporting',
       body: EventsUpload,
       response: UploadAccepted,
-      handler: async ({ body, request }) => {
-        const id = deviceId(request);
-        return ctx.store.insertEvents(
-          id,
-          body.events.map((e) => ({
-            event_id: e.event_id,
-            kind: e.kind,
-            severity: e.severity,
-            connector_id: e.connector_id ?? null,
-            ts_ms: Date.parse(e.timestamp),
-            message: e.message ?? null,
-            data: e.data ?? null,
-          })),
-          ctx.now(),
-          ctx.webhooks.wants('device.fault')
-            ? (stored) => ctx.webhooks.deviceEvents(id, body.events, stored)
-            : undefined,
-        );
-      },
+      handler: async ({ body, request }) => reporting.events(deviceId(request), body.events),
     }),
     route({
       method: 'POST',
@@ -268,13 +241,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       body: ChargingRecordsUpload,
       response: UploadAccepted,
       handler: async ({ body, request }) => {
-        const id = deviceId(request);
-        const accepted = await ctx.store.insertChargingRecords(
-          body.records.map((r) => ({ ...r, device_id: id })),
-          ctx.webhooks.wants('charging_record.created')
-            ? (stored) => ctx.webhooks.chargingRecords(id, body.records, stored)
-            : undefined,
-        );
+        const accepted = await reporting.chargingRecords(deviceId(request), body.records);
         return { accepted, duplicates: body.records.length - accepted };
       },
     }),
@@ -288,18 +255,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       body: FirmwareStatusReport,
       response: FirmwareStatusAck,
       handler: async ({ body, request }) => {
-        await ctx.store.recordFirmwareStatus(
-          deviceId(request),
-          {
-            status: body.status,
-            version: body.version,
-            progress: body.progress,
-            message: body.message,
-            ts_ms: Date.parse(body.timestamp),
-          },
-          ctx.now(),
-        );
-        ctx.webhooks.firmwareStatus(deviceId(request), body);
+        await reporting.firmwareStatus(deviceId(request), body);
         return { status: body.status };
       },
     }),

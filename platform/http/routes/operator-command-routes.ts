@@ -1,10 +1,7 @@
-import type { FastifyRequest } from 'fastify';
 import {
-  COMMAND_EXPIRY_SECONDS,
   CommandCancelled,
   CommandParamsPath,
   CommandView,
-  type CommandView as CommandViewType,
   ConnectorParams,
   DeviceCommandsPage,
   DeviceCommandsQuery,
@@ -20,65 +17,13 @@ import {
   StartRequest,
   StopRequest,
 } from '../../../shared/index.js';
-import { errors } from '../../domain/api-error.js';
-import type { CommandHistoryRow, CommandRow, NewCommand } from '../../storage/store.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, route } from '../route-spec.js';
-import { operatorAccess, principal, read, write } from './operator-access.js';
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-export function commandView(c: CommandRow, history: readonly CommandHistoryRow[]): CommandViewType {
-  const view: CommandViewType = {
-    command_id: c.command_id,
-    device_id: c.device_id,
-    command: c.command,
-    params: c.params,
-    status: c.status,
-    expiry: iso(c.expiry_ms),
-    created_at: iso(c.created_ms),
-    updated_at: iso(c.updated_ms),
-    history: history.map((h) =>
-      h.reason
-        ? { status: h.status, at: iso(h.at_ms), reason: h.reason }
-        : { status: h.status, at: iso(h.at_ms) },
-    ),
-  };
-  if (c.reason) view.reason = c.reason;
-  if (c.control_id) view.control_id = c.control_id;
-  return view;
-}
-
-/** A command's expiry counts from the same instant as its creation. */
-const expiry = (kind: keyof typeof COMMAND_EXPIRY_SECONDS, t: number) =>
-  t + COMMAND_EXPIRY_SECONDS[kind] * 1000;
+import { principal, read, write } from './operator-access.js';
 
 /** Commands to one charger: listing, following and cancelling them, stop/start/discharge, schedules. */
 export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
-  const { visibleDevice, visibleConnector } = operatorAccess(ctx);
-
-  /** A command the caller may see; another tenant's answers like a missing one. */
-  async function visibleCommand(request: FastifyRequest, commandId: string) {
-    const found = await ctx.store.getCommand(commandId);
-    if (!found) throw errors.notFound('Command');
-    await visibleDevice(request, found.command.device_id).catch(() => {
-      throw errors.notFound('Command');
-    });
-    return found;
-  }
-  /** Queues one command for one connector; the command service wakes the charger's long poll. */
-  async function queue(
-    request: FastifyRequest,
-    kind: 'stop' | 'start' | 'discharge',
-    cmd: Omit<NewCommand, 'client_id' | 'expiry_ms' | 'command'>,
-  ) {
-    const t = ctx.now();
-    const [row] = await ctx.commands.queue(
-      [{ ...cmd, command: kind, expiry_ms: expiry(kind, t), client_id: principal(request).clientId }],
-      t,
-    );
-    return { command_id: row!.command_id, status: 'queued' as const };
-  }
+  const commands = ctx.operatorCommands;
 
   return [
     route({
@@ -91,10 +36,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       params: CommandParamsPath,
       response: CommandView,
       errors: [404],
-      handler: async ({ params, request }) => {
-        const found = await visibleCommand(request, params.command_id);
-        return commandView(found.command, found.history);
-      },
+      handler: async ({ params, request }) => commands.command(principal(request), params.command_id),
     }),
     route({
       method: 'GET',
@@ -111,11 +53,8 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       query: DeviceCommandsQuery,
       response: DeviceCommandsPage,
       errors: [404],
-      handler: async ({ params, query, request }) => {
-        const device = await visibleDevice(request, params.device_id);
-        const page = await ctx.commands.listOfDevice(device.device_id, query);
-        return { ...page, items: page.items.map((c) => commandView(c.command, c.history)) };
-      },
+      handler: async ({ params, query, request }) =>
+        commands.deviceCommands(principal(request), params.device_id, query),
     }),
     route({
       method: 'DELETE',
@@ -127,14 +66,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       params: CommandParamsPath,
       response: CommandCancelled,
       errors: [404, 409],
-      handler: async ({ params, request }) => {
-        await visibleCommand(request, params.command_id);
-        const outcome = await ctx.commands.cancel(params.command_id, ctx.now());
-        if (outcome === 'not_found') throw errors.notFound('Command');
-        if (outcome === 'conflict')
-          throw errors.conflict('Command is no longer queued and cannot be cancelled');
-        return { command_id: outcome.command_id, status: 'cancelled' as const };
-      },
+      handler: async ({ params, request }) => commands.cancel(principal(request), params.command_id),
     }),
 
     route({
@@ -149,13 +81,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       bodyOptional: true,
       response: QueuedCommand,
       errors: [404],
-      handler: async ({ params, body, request }) => {
-        const c = await visibleConnector(request, params);
-        return queue(request, 'stop', {
-          device_id: c.device_id,
-          params: { connector_id: c.connector_id, reason: body.reason ?? 'user_request' },
-        });
-      },
+      handler: async ({ params, body, request }) => commands.stop(principal(request), params, body),
     }),
     route({
       method: 'POST',
@@ -169,13 +95,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       bodyOptional: true,
       response: QueuedCommand,
       errors: [404],
-      handler: async ({ params, body, request }) => {
-        const c = await visibleConnector(request, params);
-        return queue(request, 'start', {
-          device_id: c.device_id,
-          params: { connector_id: c.connector_id, ...body },
-        });
-      },
+      handler: async ({ params, body, request }) => commands.start(principal(request), params, body),
     }),
     route({
       method: 'POST',
@@ -188,14 +108,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       body: DischargeRequest,
       response: QueuedCommand,
       errors: [404, 409],
-      handler: async ({ params, body, request }) => {
-        const c = await visibleConnector(request, params);
-        if (!c.v2g_capable) throw errors.conflict('Connector is not V2G-capable');
-        return queue(request, 'discharge', {
-          device_id: c.device_id,
-          params: { connector_id: c.connector_id, ...body },
-        });
-      },
+      handler: async ({ params, body, request }) => commands.discharge(principal(request), params, body),
     }),
     route({
       method: 'POST',
@@ -208,30 +121,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       body: ScheduleRequest,
       response: ScheduleStored,
       errors: [404, 409],
-      handler: async ({ params, body: schedule, request }) => {
-        const c = await visibleConnector(request, params);
-        if (!c.v2g_capable && schedule.time_slots.some((s) => s.action === 'discharge')) {
-          throw errors.conflict('Connector is not V2G-capable; discharge slots are not allowed');
-        }
-        const t = ctx.now();
-        const cmd = await ctx.commands.saveSchedule(
-          { device_id: c.device_id, connector_id: c.connector_id, schedule, updated_ms: t },
-          {
-            device_id: c.device_id,
-            command: 'set_schedule',
-            params: { connector_id: c.connector_id, schedule },
-            expiry_ms: expiry('set_schedule', t),
-            client_id: principal(request).clientId,
-          },
-        );
-        return {
-          device_id: c.device_id,
-          connector_id: c.connector_id,
-          schedule,
-          command_id: cmd.command_id,
-          status: 'queued' as const,
-        };
-      },
+      handler: async ({ params, body, request }) => commands.saveSchedule(principal(request), params, body),
     }),
     route({
       method: 'GET',
@@ -244,10 +134,8 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       query: SchedulesQuery,
       response: SchedulesPage,
       errors: [404],
-      handler: async ({ params, query, request }) => {
-        const c = await visibleConnector(request, params);
-        return ctx.store.listSchedules(c.device_id, c.connector_id, query.page, query.size);
-      },
+      handler: async ({ params, query, request }) =>
+        commands.schedules(principal(request), params, query.page, query.size),
     }),
     route({
       method: 'DELETE',
@@ -259,25 +147,7 @@ export function operatorCommandRoutes(ctx: PlatformContext): AnyRoute[] {
       params: ScheduleParamsPath,
       response: ScheduleDeleted,
       errors: [404],
-      handler: async ({ params, request }) => {
-        const c = await visibleConnector(request, params);
-        const t = ctx.now();
-        const cmd = await ctx.commands.deleteSchedule(
-          c.device_id,
-          c.connector_id,
-          params.schedule_id,
-          {
-            device_id: c.device_id,
-            command: 'delete_schedule',
-            params: { connector_id: c.connector_id, schedule_id: params.schedule_id },
-            expiry_ms: expiry('delete_schedule', t),
-            client_id: principal(request).clientId,
-          },
-          t,
-        );
-        if (!cmd) throw errors.notFound('Schedule');
-        return { schedule_id: params.schedule_id, command_id: cmd.command_id, status: 'queued' as const };
-      },
+      handler: async ({ params, request }) => commands.deleteSchedule(principal(request), params),
     }),
   ];
 }

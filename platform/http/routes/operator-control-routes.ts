@@ -6,15 +6,13 @@ import {
   FlexibilityRequest,
 } from '../../../shared/index.js';
 import { errors } from '../../domain/api-error.js';
-import { createControlService } from '../../services/control-service.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, route } from '../route-spec.js';
-import { operatorAccess, principal, read, write } from './operator-access.js';
+import { principal, read, write } from './operator-access.js';
 
 /** Load-flexibility controls: fanned out to a group of chargers, followed and cancelled as one. */
 export function operatorControlRoutes(ctx: PlatformContext): AnyRoute[] {
-  const { visibleSite } = operatorAccess(ctx);
-  const controls = createControlService(ctx);
+  const controls = ctx.controls;
 
   return [
     route({
@@ -27,18 +25,7 @@ export function operatorControlRoutes(ctx: PlatformContext): AnyRoute[] {
       body: FlexibilityRequest,
       response: FlexibilityAccepted,
       errors: [404],
-      handler: async ({ body, request }) => {
-        const actor = principal(request);
-        const ids = [...new Set(body.target_ids ?? [])];
-        const operatorIds: string[] = [];
-        if (body.target_type === 'site') {
-          for (const id of ids) operatorIds.push((await visibleSite(request, id)).operator_id);
-        } else if (body.target_type === 'operator') {
-          for (const id of ids) if (!actor.operatorIds.includes(id)) throw errors.notFound(`Operator ${id}`);
-          operatorIds.push(...ids);
-        }
-        return controls.start(body, { ids, operatorIds }, actor);
-      },
+      handler: async ({ body, request }) => controls.start(body, principal(request)),
     }),
     route({
       method: 'GET',

@@ -1,4 +1,3 @@
-import type * as z from 'zod';
 import {
   ChargingRecordsPage,
   ChargingRecordsQuery,
@@ -6,11 +5,9 @@ import {
   DeviceParams,
   DevicesPage,
   DevicesQuery,
-  ENERGY_INTERVAL_MS,
   EnergyQuery,
   EnergySeries,
   EventsQuery,
-  ONLINE_WINDOW_SECONDS,
   pageOf,
   SiteParamsPath,
   SitesPage,
@@ -18,19 +15,13 @@ import {
   SiteView,
   StoredEvent,
 } from '../../../shared/index.js';
-import { rollupAlignedRange } from '../../domain/energy-rollup.js';
-import { energySeriesItems } from '../../domain/energy-series.js';
-import { connectorViewsByDevice, deviceView } from '../../services/device-view.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, route } from '../route-spec.js';
-import { operatorAccess, principal, read } from './operator-access.js';
-
-const iso = (ms: number) => new Date(ms).toISOString();
+import { principal, read } from './operator-access.js';
 
 /** What an operator reads: sites, chargers, their events, charging records and energy. */
 export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
-  const { visibleDevice, visibleSite } = operatorAccess(ctx);
-  const onlineSince = () => ctx.now() - ONLINE_WINDOW_SECONDS * 1000;
+  const reads = ctx.reads;
 
   return [
     route({
@@ -42,8 +33,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       rate: 'operatorQuery',
       query: SitesQuery,
       response: SitesPage,
-      handler: async ({ query, request }) =>
-        ctx.store.listSitesFor(principal(request).operatorIds, query.page, query.size),
+      handler: async ({ query, request }) => reads.sites(principal(request), query.page, query.size),
     }),
     route({
       method: 'GET',
@@ -55,10 +45,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       params: SiteParamsPath,
       response: SiteView,
       errors: [404],
-      handler: async ({ params, request }) => {
-        const site = await visibleSite(request, params.site_id);
-        return { ...site, device_count: await ctx.store.countDevicesInSite(site.site_id) };
-      },
+      handler: async ({ params, request }) => reads.site(principal(request), params.site_id),
     }),
     route({
       method: 'GET',
@@ -70,21 +57,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       query: DevicesQuery,
       response: DevicesPage,
       errors: [404],
-      handler: async ({ query, request }) => {
-        if (query.site_id) await visibleSite(request, query.site_id);
-        // The status filter runs in SQL: last-seen times held in memory must reach the database first.
-        if (query.status) await ctx.liveness.flush();
-        const page = await ctx.store.listDevices(principal(request).operatorIds, query, onlineSince());
-        const connectors = connectorViewsByDevice(
-          await ctx.store.listConnectorsOf(page.items.map((d) => d.device_id)),
-        );
-        return {
-          ...page,
-          items: page.items.map((d) =>
-            deviceView(d, connectors.get(d.device_id) ?? [], ctx.liveness.isOnline(d)),
-          ),
-        };
-      },
+      handler: async ({ query, request }) => reads.devices(principal(request), query),
     }),
     route({
       method: 'GET',
@@ -96,11 +69,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       params: DeviceParams,
       response: Device,
       errors: [404],
-      handler: async ({ params, request }) => {
-        const device = await visibleDevice(request, params.device_id);
-        const connectors = await ctx.store.listConnectors(device.device_id);
-        return deviceView(device, connectors, ctx.liveness.isOnline(device));
-      },
+      handler: async ({ params, request }) => reads.device(principal(request), params.device_id),
     }),
     route({
       method: 'GET',
@@ -113,27 +82,8 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       query: EventsQuery,
       response: pageOf(StoredEvent),
       errors: [404],
-      handler: async ({ params, query, request }) => {
-        await visibleDevice(request, params.device_id);
-        const page = await ctx.store.listEvents(params.device_id, query.page, query.size);
-        return {
-          ...page,
-          items: page.items.map((e) => {
-            const out: z.infer<typeof StoredEvent> = {
-              device_id: e.device_id,
-              event_id: e.event_id,
-              kind: e.kind,
-              severity: e.severity as z.infer<typeof StoredEvent>['severity'],
-              timestamp: iso(e.ts_ms),
-              received_at: iso(e.received_ms),
-            };
-            if (e.connector_id !== null) out.connector_id = e.connector_id;
-            if (e.message !== null) out.message = e.message;
-            if (e.data !== null) out.data = e.data as z.infer<typeof StoredEvent>['data'];
-            return out;
-          }),
-        };
-      },
+      handler: async ({ params, query, request }) =>
+        reads.events(principal(request), params.device_id, query.page, query.size),
     }),
     route({
       method: 'GET',
@@ -144,8 +94,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       rate: 'operatorQuery',
       query: ChargingRecordsQuery,
       response: ChargingRecordsPage,
-      handler: async ({ query, request }) =>
-        ctx.store.listChargingRecords(principal(request).operatorIds, query),
+      handler: async ({ query, request }) => reads.chargingRecords(principal(request), query),
     }),
     route({
       method: 'GET',
@@ -161,25 +110,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       query: EnergyQuery,
       response: EnergySeries,
       errors: [404],
-      handler: async ({ query, request }) => {
-        const deviceIds = query.device_id
-          ? [(await visibleDevice(request, query.device_id)).device_id]
-          : await ctx.store.deviceIdsInSite((await visibleSite(request, query.site_id!)).site_id);
-        // Energy is kept in 15-minute buckets: the series covers the request's range widened to them.
-        const { startMs, endMs } = rollupAlignedRange(
-          Date.parse(query.start_time),
-          Date.parse(query.end_time),
-        );
-        const intervalMs = ENERGY_INTERVAL_MS[query.interval];
-        const buckets = await ctx.store.energyBuckets(deviceIds, startMs, endMs, intervalMs);
-        return {
-          ...(query.device_id ? { device_id: query.device_id } : { site_id: query.site_id }),
-          interval: query.interval,
-          start_time: iso(startMs),
-          end_time: iso(endMs),
-          items: energySeriesItems(buckets, { startMs, endMs, intervalMs }),
-        };
-      },
+      handler: async ({ query, request }) => reads.energy(principal(request), query),
     }),
   ];
 }

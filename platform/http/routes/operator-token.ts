@@ -5,16 +5,8 @@ import {
   OAuthErrorResponse,
   OperatorTokenRequest,
   OperatorTokenResponse,
-  type Scope,
 } from '../../../shared/index.js';
 import { ApiError, errors } from '../../domain/api-error.js';
-import {
-  type ClientSecretMatch,
-  clientSecretMatch,
-  tokenExpirySeconds,
-} from '../../domain/client-credentials.js';
-import { secretsEqual, tokenTimes } from '../../services/access-tokens.js';
-import type { ClientRow } from '../../storage/store.js';
 import type { PlatformContext } from '../context.js';
 import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { enforceRateLimit, route } from '../route-spec.js';
@@ -35,9 +27,6 @@ function basicCredentials(request: FastifyRequest): { client_id: string; client_
     throw errors.unauthorized('Malformed Basic credentials');
   }
 }
-
-// Compared against when the client is unknown, so the answer takes as long either way.
-const DUMMY_SECRET = 'x'.repeat(43);
 
 /** The RFC 6749 §5.2 `error` of a refusal; none for 429, 500 and 503, which RFC 6749 has no code for. */
 function oauthErrorOf(err: ApiError): OAuthErrorCode | undefined {
@@ -86,26 +75,6 @@ export function tokenEndpointError(err: ApiError): ApiError {
     },
     ...(oauth ? { oauth } : {}),
   });
-}
-
-/**
- * Which of the client's secrets the presented one is. Both stored secrets are compared whatever the outcome,
- * and a dummy stands in for a missing one, so the answer takes as long for an unknown or revoked client.
- */
-function matchClientSecret(
-  ctx: PlatformContext,
-  client: ClientRow | undefined,
-  presented: string,
-  nowMs: number,
-): ClientSecretMatch {
-  const current = secretsEqual(presented, client ? ctx.keys.openSecret(client.secret_sealed) : DUMMY_SECRET);
-  const previousSealed = client?.previous_secret_sealed;
-  const previous = secretsEqual(
-    presented,
-    previousSealed ? ctx.keys.openSecret(previousSealed) : DUMMY_SECRET,
-  );
-  if (!client) return 'none';
-  return clientSecretMatch(client, { current, previous: previous && !!previousSealed }, nowMs);
 }
 
 export function operatorTokenRoute(ctx: PlatformContext) {
@@ -171,41 +140,16 @@ export function operatorTokenRoute(ctx: PlatformContext) {
         request.ip,
         reply,
       );
-      const client = await ctx.store.getClient(input.client_id);
-      const nowMs = ctx.now();
-      const match = matchClientSecret(ctx, client, input.client_secret, nowMs);
-      if (!client || match === 'none') {
+      const authenticated = await ctx.clientTokens.authenticate(input.client_id, input.client_secret);
+      if (!authenticated) {
         await attempt.failed();
         throw errors.unauthorized('Invalid client credentials');
       }
       await enforceRateLimit(ctx, 'operatorToken', input.client_id, reply);
-      await ctx.directory.refreshClient(client.client_id);
-      let scopes: Scope[] = client.scopes;
-      if (input.scope !== undefined) {
-        const asked = input.scope.split(' ').filter(Boolean);
-        if (asked.length === 0 || asked.some((s) => !client.scopes.includes(s as Scope))) {
-          throw new ApiError(ErrorCode.VALIDATION, 'Requested scope is not granted to this client', {
-            details: { field: 'scope', value: input.scope },
-            oauth: 'invalid_scope',
-          });
-        }
-        scopes = [...new Set(asked)] as Scope[];
-      }
-      const times = tokenTimes(nowMs, ctx.options.tokenTtlSeconds);
-      // A token of the previous secret ends with the rotation's grace (domain/client-credentials.ts).
-      const exp = tokenExpirySeconds(client, match, times.exp);
-      const ttl = Math.max(1, ctx.options.tokenTtlSeconds - (times.exp - exp));
-      const access_token = ctx.tokens.issueOperatorToken({
-        sub: client.client_id,
-        scp: scopes,
-        ops: client.operator_ids,
-        gen: match === 'current' ? client.secret_gen : client.secret_gen - 1,
-        iat: times.iat,
-        exp,
-      });
+      const token = await ctx.clientTokens.issue(authenticated, input.scope);
       // Never cached (RFC 6749 §5.1).
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-      return { access_token, token_type: 'Bearer' as const, expires_in: ttl, scope: scopes.join(' ') };
+      return token;
     },
   });
 }

@@ -3,6 +3,7 @@ import {
   type ClientCredentialState,
   type ClientSecretMatch,
   clientSecretMatch,
+  grantedScopes,
   operatorTokenLive,
   tokenExpirySeconds,
 } from '../../../platform/domain/client-credentials.js';
@@ -52,5 +53,20 @@ describe('tokenExpirySeconds', () => {
     expect(tokenExpirySeconds(active(2, T + 10 * 86_400_000), 'previous', T / 1000 + 86_400)).toBe(
       T / 1000 + 86_400,
     );
+  });
+});
+
+describe('grantedScopes: what a token is issued with', () => {
+  const both = ['read', 'write'];
+  it.each<[string, readonly string[], string | undefined, string[] | undefined]>([
+    ['none asked: all the client’s', both, undefined, ['read', 'write']],
+    ['one granted', both, 'read', ['read']],
+    ['both, repeated and spaced', both, ' write  read write ', ['write', 'read']],
+    ['one not granted', ['read'], 'read write', undefined],
+    ['an unknown scope', both, 'admin', undefined],
+    ['an empty request', both, '', undefined],
+    ['only spaces', both, '   ', undefined],
+  ])('%s', (_name, granted, asked, want) => {
+    expect(grantedScopes(granted, asked)).toEqual(want);
   });
 });

@@ -3,7 +3,9 @@ import {
   controlCommandParams,
   controlOperatorIds,
   controlProgress,
+  distinctTargetIds,
   effectiveControlStatus,
+  foreignOperatorId,
   mayFollowControl,
   planCancellation,
 } from '../../../platform/domain/flexibility.js';
@@ -118,5 +120,32 @@ describe('mayFollowControl: only a client that sees every operator of the contro
     [[], ['op1'], false],
   ] as const)('control %j, client %j: %s', (control, client, want) => {
     expect(mayFollowControl(control, client)).toBe(want);
+  });
+});
+
+describe('distinctTargetIds: without repeats, in the order given', () => {
+  it.each([
+    [undefined, []],
+    [[], []],
+    [['s1'], ['s1']],
+    [
+      ['s2', 's1', 's2', 's1'],
+      ['s2', 's1'],
+    ],
+  ])('%j: %j', (ids, want) => {
+    expect(distinctTargetIds(ids)).toEqual(want);
+  });
+});
+
+describe('foreignOperatorId: the first named operator the sender does not act for', () => {
+  it.each([
+    [[], ['op1'], undefined],
+    [['op1'], ['op1', 'op2'], undefined],
+    [['op1', 'op2'], ['op1', 'op2'], undefined],
+    [['op3'], ['op1'], 'op3'],
+    [['op1', 'op3', 'op4'], ['op1'], 'op3'],
+    [['op1'], [], 'op1'],
+  ])('named %j, sender %j: %s', (named, sender, want) => {
+    expect(foreignOperatorId(named, sender)).toBe(want);
   });
 });
