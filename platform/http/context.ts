@@ -6,6 +6,7 @@ import type { DeviceSecretService } from '../services/device-secret-service.js';
 import type { Liveness } from '../services/liveness.js';
 import type { PlatformEvents } from '../services/platform-events.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
+import type { RegistrationService } from '../services/registration-service.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
@@ -34,6 +35,8 @@ export interface PlatformContext {
   commands: CommandService;
   /** Device token exchange and two-phase secret rotation (DESIGN.md §17). */
   secrets: DeviceSecretService;
+  /** Chargers registering on first connection (DESIGN.md §3, §18). */
+  registration: RegistrationService;
   metrics?: PlatformMetrics | undefined;
   events: PlatformEvents;
   /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */

@@ -17,6 +17,7 @@ import { createDeviceSecretService } from '../services/device-secret-service.js'
 import { createLiveness } from '../services/liveness.js';
 import { bothEvents, noEvents } from '../services/platform-events.js';
 import { createPrincipalDirectory } from '../services/principal-directory.js';
+import { createRegistrationService } from '../services/registration-service.js';
 import { createWebhooks, type WebhookOptions } from '../services/webhooks.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import { storageFaultOf } from '../storage/storage-faults.js';
@@ -217,13 +218,14 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     log: app.log,
     options: opts.webhooks,
   });
+  const options: PlatformOptions = {
+    env: opts.env,
+    registration: opts.registration,
+    tokenTtlSeconds: opts.tokenTtlSeconds,
+    defaultSiteId: opts.defaultSiteId,
+  };
   const context: PlatformContext = {
-    options: {
-      env: opts.env,
-      registration: opts.registration,
-      tokenTtlSeconds: opts.tokenTtlSeconds,
-      defaultSiteId: opts.defaultSiteId,
-    },
+    options,
     store: opts.store,
     tokens: createTokenService(opts.keys.tokenKey),
     keys: opts.keys,
@@ -238,6 +240,15 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
       controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
     }),
     secrets: createDeviceSecretService({ store: opts.store, keys: opts.keys, directory, now }),
+    registration: createRegistrationService({
+      store: opts.store,
+      keys: opts.keys,
+      directory,
+      webhooks: webhooks.events,
+      // The context's own options: read at each registration.
+      options,
+      now,
+    }),
     liveness,
     events: noEvents,
     webhooks: webhooks.events,

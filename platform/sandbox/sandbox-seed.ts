@@ -1,5 +1,6 @@
 import type { ChargingRecord, TelemetryRecord } from '../../shared/index.js';
 import { newId } from '../domain/ids.js';
+import { registerCharger } from '../services/registration-service.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
 
@@ -82,7 +83,8 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
   const deviceIds: string[] = [];
   const records: ChargingRecord[] = [];
   for (const [i, spec] of fleet.entries()) {
-    const outcome = await store.registerDevice(
+    const outcome = await registerCharger(
+      { store, keys },
       {
         sn: `SANDBOX-${String(i + 1).padStart(4, '0')}`,
         model: spec.model,

@@ -8,6 +8,7 @@ import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
+import { registerOnStore } from '../helpers/registration.js';
 
 /**
  * Rollups against the integration of the raw samples, on the real store of each backend: random streams of
@@ -24,7 +25,8 @@ let deviceCounter = 0;
 /** A registered charger: telemetry's live state is written out to its connectors. */
 async function newDevice(store: Store): Promise<string> {
   const sn = `SN-PROP-${++deviceCounter}`;
-  const outcome = await store.registerDevice(
+  const outcome = await registerOnStore(
+    store,
     { sn, model: 'M', manufacturer: 'X', firmware_version: '1' },
     { registration: 'open' },
   );

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
+import { registerOnStore } from '../helpers/registration.js';
 
 /**
  * Another connection holding the write lock (the WAL checkpointer's RESTART does, briefly) must make a write
@@ -21,7 +22,8 @@ beforeAll(async () => {
   store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
   const op = await store.createOperator('A');
   const site = await store.createSite({ operator_id: op.operator_id, name: 's', timezone: 'UTC' });
-  const reg = await store.registerDevice(
+  const reg = await registerOnStore(
+    store,
     { sn: 'SN-LOCK', model: 'M', manufacturer: 'X', firmware_version: '1' },
     { registration: 'open', defaultSiteId: site.site_id },
   );

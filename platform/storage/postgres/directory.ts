@@ -1,6 +1,6 @@
 import type { Scope } from '../../../shared/index.js';
 import { newId, newSecret } from '../../domain/ids.js';
-import type { ClientEntry, DeviceEntry } from '../../services/principal-directory.js';
+import type { ClientEntry, DeviceEntry } from '../directory-rows.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type {
   ClientRotation,

@@ -61,8 +61,8 @@ export async function createPostgresStore(
   );
   const records = createPgChargingRecords(db);
   const directory = createPgDirectory(db, keys, now);
-  const devices = createPgDevices({ db, keys, now, records });
-  const deviceSecrets = createPgDeviceSecrets({ db, keys });
+  const devices = createPgDevices({ db, now, records });
+  const deviceSecrets = createPgDeviceSecrets({ db });
   const telemetry = createPgTelemetry(db, partitions);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);

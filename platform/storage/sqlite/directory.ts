@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Scope } from '../../../shared/index.js';
 import { newId, newSecret } from '../../domain/ids.js';
-import type { ClientEntry } from '../../services/principal-directory.js';
+import type { ClientEntry } from '../directory-rows.js';
 import type { PlatformKeys } from '../platform-keys.js';
 import type {
   ClientRotation,

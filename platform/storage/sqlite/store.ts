@@ -81,8 +81,8 @@ export function createSqliteStore(
 
   const records = createSqliteChargingRecords(db, reader);
   const { directory, noteLocalChange } = createSqliteDirectory(db, keys, now, prepared);
-  const devices = createSqliteDevices({ db, keys, now, prepared, records, noteLocalChange });
-  const deviceSecrets = createSqliteDeviceSecrets({ db, keys });
+  const devices = createSqliteDevices({ db, now, prepared, records, noteLocalChange });
+  const deviceSecrets = createSqliteDeviceSecrets({ db });
   const telemetry = createSqliteTelemetry(db, batcher, prepared);
   const commands = createSqliteCommands(db, reader);
   const history = createSqliteDeviceHistory(db);

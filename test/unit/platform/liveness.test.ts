@@ -7,6 +7,7 @@ import { createLiveness, PERSIST_CHUNK, PERSIST_STALENESS_MS } from '../../../pl
 import { loadOrCreatePlatformKeys } from '../../../platform/storage/platform-keys.js';
 import { createSqliteStore } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
+import { registerOnStore } from '../../helpers/registration.js';
 
 describe('liveness persistence', () => {
   let t = 1_000_000;
@@ -33,7 +34,8 @@ describe('liveness persistence', () => {
   });
 
   const register = async (sn: string) => {
-    const reg = await store.registerDevice(
+    const reg = await registerOnStore(
+      store,
       { sn, model: 'M', manufacturer: 'A', firmware_version: '1' },
       { registration: 'open' },
     );
