@@ -1,5 +1,6 @@
 import type { ChargingRecord, TelemetryRecord } from '../../shared/index.js';
 import { newId } from '../domain/ids.js';
+import { createClient } from '../services/client-secrets.js';
 import { registerCharger } from '../services/registration-service.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
@@ -188,10 +189,13 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
   }
   await store.insertChargingRecords(records);
 
-  const { client, secret } = await store.createClient({
-    operator_ids: [operator.operator_id],
-    scopes: ['read', 'write'],
-  });
+  const { client, secret } = await createClient(
+    { store, keys },
+    {
+      operator_ids: [operator.operator_id],
+      scopes: ['read', 'write'],
+    },
+  );
   const info = {
     operatorId: operator.operator_id,
     defaultSiteId: depot.site_id,

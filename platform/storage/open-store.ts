@@ -57,7 +57,7 @@ export async function openStore(
   const now = opts.now ?? Date.now;
   const retention = opts.retention ? { retention: opts.retention } : {};
   if (choice.kind === 'sqlite') {
-    const store = await createSqliteStore(dataDir, keys, now, {
+    const store = await createSqliteStore(dataDir, now, {
       backgroundCheckpoints: opts.server ?? false,
       ...retention,
       ...(opts.onCheckpointerFailure ? { onCheckpointerFailure: opts.onCheckpointerFailure } : {}),
@@ -65,7 +65,7 @@ export async function openStore(
     });
     return checkedWith(store, keys, { tolerateFaults: true });
   }
-  const store = await createPostgresStore(choice.url, keys, now, {
+  const store = await createPostgresStore(choice.url, now, {
     backgroundMaintenance: opts.server ?? false,
     ...retention,
   });

@@ -269,7 +269,12 @@ export interface DeviceHistoryRepository {
   ): Promise<void>;
 }
 
-export type { ClientRepository, ClientRotation, ClientRow, ClientSummary } from './client-repository.js';
+export type {
+  ClientRepository,
+  ClientRow,
+  ClientSummary,
+  StoredClientRotation,
+} from './client-repository.js';
 export type {
   DeviceRepository,
   DeviceRow,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../platform/storage/store.js';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/registration.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * Charging-record listings (counted by day, paged from the counts) against the plain rule: records of the

@@ -7,7 +7,7 @@ import { partitionName } from '../../platform/storage/postgres/telemetry-partiti
 import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/registration.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * Retention on the real store of each backend with an injected clock: years pass in milliseconds. Raw

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CommandRow, ControlRow, NewCommand, Store } from '../../platform/storage/store.js';
 import type { ChargingSchedule } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/registration.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The contract of CommandRepository and DeviceHistoryRepository, the same cases on every backend: what one

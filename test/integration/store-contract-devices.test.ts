@@ -7,7 +7,7 @@ import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { DeviceRow, RegisterInput, Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/registration.js';
+import { createClientOf, registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The repository contract of operators, sites, clients, the principal directory, devices and telemetry: the
@@ -148,7 +148,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const a = await store.createOperator('A');
       const b = await store.createOperator('B');
       const keys = loadOrCreatePlatformKeys(ts.dataDir);
-      const { client, secret } = await store.createClient({
+      const { client, secret } = await createClientOf(ts, {
         operator_ids: [b.operator_id, a.operator_id, b.operator_id],
         scopes: ['read', 'write'],
       });
@@ -185,11 +185,11 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const other = await store.createOperator('B');
       const inSite = await registered('SN-1', site.site_id);
       const homeless = await registered('SN-2');
-      const { client } = await store.createClient({
+      const { client } = await createClientOf(ts, {
         operator_ids: [other.operator_id, op.operator_id],
         scopes: ['read'],
       });
-      const { client: lonely } = await store.createClient({ operator_ids: [], scopes: ['read'] });
+      const { client: lonely } = await createClientOf(ts, { operator_ids: [], scopes: ['read'] });
       const deviceEntry = {
         device_id: inSite.device.device_id,
         secret_gen: 1,
@@ -242,7 +242,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
     it('sets and clears required signatures of clients and devices', async () => {
       const { op, site } = await operatorWithSite();
       const dev = await registered('SN-1', site.site_id);
-      const { client } = await store.createClient({ operator_ids: [op.operator_id], scopes: ['read'] });
+      const { client } = await createClientOf(ts, { operator_ids: [op.operator_id], scopes: ['read'] });
       expect(await store.setRequireSignature('client', client.client_id, true)).toBe(true);
       expect(await store.setRequireSignature('device', dev.device.device_id, true)).toBe(true);
       expect((await store.loadClientEntry(client.client_id))?.require_signature).toBe(true);
@@ -920,7 +920,7 @@ describe('PostgreSQL only', () => {
   it('an admin change made through another store bumps a server store’s external change version', async () => {
     ts = await openTestStore('postgres', { server: true });
     const server = ts.store;
-    const admin = await createPostgresStore(ts.databaseUrl ?? '', loadOrCreatePlatformKeys(ts.dataDir));
+    const admin = await createPostgresStore(ts.databaseUrl ?? '');
     try {
       const op = await admin.createOperator('A');
       const bumped = async (change: () => Promise<unknown>) => {
@@ -930,7 +930,12 @@ describe('PostgreSQL only', () => {
           .poll(() => server.externalChangeVersion(), { timeout: 5_000, interval: 20 })
           .toBeGreaterThan(before);
       };
-      await bumped(() => admin.createClient({ operator_ids: [op.operator_id], scopes: ['read'] }));
+      await bumped(() =>
+        createClientOf(
+          { store: admin, dataDir: ts!.dataDir },
+          { operator_ids: [op.operator_id], scopes: ['read'] },
+        ),
+      );
       let deviceId = '';
       await bumped(async () => {
         const reg = await registerOnStore(admin, charger('SN-1'), { registration: 'open' });

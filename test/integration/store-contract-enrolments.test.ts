@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { NewEnrolment, Store } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/registration.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The contract of EnrolmentRepository on every backend (DESIGN.md §18): groups are kept as given, listed oldest

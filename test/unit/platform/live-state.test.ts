@@ -3,10 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../../platform/storage/platform-keys.js';
 import { createSqliteStore, DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
-import { registerOnStore } from '../../helpers/registration.js';
+import { registerOnStore } from '../../helpers/sealed-writes.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
@@ -15,7 +14,7 @@ describe("connectors' live state", () => {
   let dir: string;
   const open: Store[] = [];
   const store = () => {
-    const s = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+    const s = createSqliteStore(dir);
     open.push(s);
     return s;
   };

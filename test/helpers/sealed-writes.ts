@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient, rotateClientSecret } from '../../platform/services/client-secrets.js';
 import { type RegistrationTerms, registerCharger } from '../../platform/services/registration-service.js';
 import { loadOrCreatePlatformKeys, type PlatformKeys } from '../../platform/storage/platform-keys.js';
-import type { DeviceRepository, RegisterInput } from '../../platform/storage/store.js';
+import type { DeviceRepository, RegisterInput, Store } from '../../platform/storage/store.js';
+import type { Scope } from '../../shared/index.js';
 
 let spare: PlatformKeys | undefined;
 /** A platform key of its own, for registrations whose secret a test never opens. */
@@ -27,4 +29,23 @@ export function registerOnStore(
   keys: Pick<PlatformKeys, 'sealSecret'> = spareKeys(),
 ) {
   return registerCharger({ store, keys }, input, terms);
+}
+
+/** What holds the platform key a test's secrets are sealed with: a running platform, or a store's data directory. */
+type KeyHolder =
+  | { store: Store; platform: { context: { keys: PlatformKeys } } }
+  | { store: Store; dataDir: string };
+const sealingOf = (h: KeyHolder) => ({
+  store: h.store,
+  keys: 'platform' in h ? h.platform.context.keys : loadOrCreatePlatformKeys(h.dataDir),
+});
+
+/** Creates an API client as the admin CLI does, its secret sealed with the holder's platform key. */
+export function createClientOf(h: KeyHolder, input: { operator_ids: string[]; scopes: Scope[] }) {
+  return createClient(sealingOf(h), input);
+}
+
+/** Rotates a client's secret as the admin CLI does. */
+export function rotateClientSecretOf(h: KeyHolder, clientId: string, graceMs: number) {
+  return rotateClientSecret(sealingOf(h), clientId, graceMs);
 }
