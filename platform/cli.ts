@@ -8,7 +8,7 @@ import { addKeyFileOptions, databaseOption } from './cli/cli-options.js';
 import { addServeCommand } from './cli/cli-serve.js';
 import { ConfigError } from './cli/serve.js';
 import { type DatabaseChoice, describeChoice, hasDeployment, openStore } from './storage/open-store.js';
-import { loadOrCreatePlatformKeys, PlatformKeyError } from './storage/platform-keys.js';
+import { loadOrCreatePlatformKeys, PlatformKeyError, type PlatformKeys } from './storage/platform-keys.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
 
@@ -27,7 +27,7 @@ function print(json: boolean | undefined, data: unknown, human: string): void {
  */
 async function withStore<T>(
   o: { dataDir: string; database: DatabaseChoice; keyFile?: string },
-  fn: (store: Store) => Promise<T>,
+  fn: (store: Store, keys: PlatformKeys) => Promise<T>,
   { create = false }: { create?: boolean } = {},
 ): Promise<T> {
   const { dataDir, database, keyFile } = o;
@@ -39,13 +39,12 @@ async function withStore<T>(
     );
   }
   ensureWritableDataDir(dataDir);
-  const store = await openStore(database, dataDir, loadOrCreatePlatformKeys(dataDir, { keyFile })).catch(
-    (err: unknown) => {
-      throw asDataDirError(dataDir, err);
-    },
-  );
+  const keys = loadOrCreatePlatformKeys(dataDir, { keyFile });
+  const store = await openStore(database, dataDir, keys).catch((err: unknown) => {
+    throw asDataDirError(dataDir, err);
+  });
   try {
-    return await fn(store);
+    return await fn(store, keys);
   } catch (err) {
     // A full or read-only disk: say which directory and what to do, not SQLite's bare message.
     throw asDataDirError(dataDir, err);

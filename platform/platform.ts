@@ -29,6 +29,7 @@ import { createOperatorCommandService } from './services/operator-command-servic
 import { createOperatorReadService } from './services/operator-read-service.js';
 import { bothEvents } from './services/platform-events.js';
 import { createPrincipalDirectory } from './services/principal-directory.js';
+import { createRegistrationService } from './services/registration-service.js';
 import { createSweeper } from './services/sweeper.js';
 import { createTenancy } from './services/tenancy.js';
 import { createWebhooks, type WebhookOptions } from './services/webhooks.js';
@@ -208,13 +209,14 @@ async function createParts(
     webhooks: webhooks.events,
     now,
   });
+  const options: PlatformOptions = {
+    env: opts.env,
+    registration: opts.registration,
+    tokenTtlSeconds: opts.tokenTtlSeconds,
+    defaultSiteId: opts.defaultSiteId,
+  };
   const context: Omit<PlatformContext, 'metrics'> = {
-    options: {
-      env: opts.env,
-      registration: opts.registration,
-      tokenTtlSeconds: opts.tokenTtlSeconds,
-      defaultSiteId: opts.defaultSiteId,
-    },
+    options,
     store,
     tokens,
     keys,
@@ -232,6 +234,15 @@ async function createParts(
       tokenTtlSeconds: opts.tokenTtlSeconds,
     }),
     secrets: createDeviceSecretService({ store, keys, directory, now }),
+    registration: createRegistrationService({
+      store,
+      keys,
+      directory,
+      webhooks: webhooks.events,
+      // The context's own options: read at each registration.
+      options,
+      now,
+    }),
     tenancy,
     reporting,
     reads: createOperatorReadService({ store, tenancy, liveness, now }),

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import type { Scope } from '../../shared/index.js';
 import { CLIENT_ROTATION_GRACE_SECONDS } from '../domain/client-credentials.js';
+import { createClient, rotateClientSecret } from '../services/client-secrets.js';
 import type { DatabaseChoice } from '../storage/open-store.js';
+import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { ClientSummary, Store } from '../storage/store.js';
 import { databaseOption, integer } from './cli-options.js';
 
@@ -14,7 +16,7 @@ import { databaseOption, integer } from './cli-options.js';
 /** Opens the deployment for one admin command (cli.ts); refuses a directory without one. */
 export type WithStore = <T>(
   o: { dataDir: string; database: DatabaseChoice },
-  fn: (store: Store) => Promise<T>,
+  fn: (store: Store, keys: PlatformKeys) => Promise<T>,
 ) => Promise<T>;
 
 /** A refusal the operator can act on: printed as one sentence, exit code 1 (cli.ts). */
@@ -89,10 +91,13 @@ export function addClientsCommands(program: Command, withStore: WithStore): void
         throw new ClientsError('--scopes must be read, write or read,write');
       }
       if (operatorIds.length === 0) throw new ClientsError('--operator needs at least one operator id');
-      const { client, secret } = await withStore(o, async (s) => {
+      const { client, secret } = await withStore(o, async (s, keys) => {
         for (const id of operatorIds)
           if (!(await s.getOperator(id))) throw new ClientsError(`no operator ${id}`);
-        const created = await s.createClient({ operator_ids: operatorIds, scopes: scopes as Scope[] });
+        const created = await createClient(
+          { store: s, keys },
+          { operator_ids: operatorIds, scopes: scopes as Scope[] },
+        );
         if (o.requireSignature) await s.setRequireSignature('client', created.client.client_id, true);
         return created;
       });
@@ -148,7 +153,9 @@ export function addClientsCommands(program: Command, withStore: WithStore): void
     .option('--json', 'machine-readable output')
     .action(async (o) => {
       const grace = Number(o.grace);
-      const rotation = await withStore(o, (s) => s.rotateClientSecret(o.client, grace * 1000));
+      const rotation = await withStore(o, (s, keys) =>
+        rotateClientSecret({ store: s, keys }, o.client, grace * 1000),
+      );
       if (rotation.outcome !== 'rotated')
         throw new ClientsError(
           rotation.outcome === 'unknown'

@@ -11,6 +11,7 @@ import type { OperatorCommandService } from '../services/operator-command-servic
 import type { OperatorReadService } from '../services/operator-read-service.js';
 import type { PlatformEvents } from '../services/platform-events.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
+import type { RegistrationService } from '../services/registration-service.js';
 import type { Tenancy } from '../services/tenancy.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
@@ -52,6 +53,8 @@ export interface PlatformContext {
   operatorCommands: OperatorCommandService;
   /** Load-flexibility controls. */
   controls: ControlService;
+  /** Chargers registering on first connection (DESIGN.md §3, §18). */
+  registration: RegistrationService;
   metrics: PlatformMetrics;
   events: PlatformEvents;
   /** Queues webhook deliveries for what the stream does not carry (registrations, faults, records, …). */

@@ -1,5 +1,7 @@
 import type { ChargingRecord, TelemetryRecord } from '../../shared/index.js';
 import { newId } from '../domain/ids.js';
+import { createClient } from '../services/client-secrets.js';
+import { registerCharger } from '../services/registration-service.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
 
@@ -82,7 +84,8 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
   const deviceIds: string[] = [];
   const records: ChargingRecord[] = [];
   for (const [i, spec] of fleet.entries()) {
-    const outcome = await store.registerDevice(
+    const outcome = await registerCharger(
+      { store, keys },
       {
         sn: `SANDBOX-${String(i + 1).padStart(4, '0')}`,
         model: spec.model,
@@ -186,10 +189,13 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
   }
   await store.insertChargingRecords(records);
 
-  const { client, secret } = await store.createClient({
-    operator_ids: [operator.operator_id],
-    scopes: ['read', 'write'],
-  });
+  const { client, secret } = await createClient(
+    { store, keys },
+    {
+      operator_ids: [operator.operator_id],
+      scopes: ['read', 'write'],
+    },
+  );
   const info = {
     operatorId: operator.operator_id,
     defaultSiteId: depot.site_id,

@@ -1,11 +1,36 @@
+import { newSecret } from '../domain/ids.js';
 import { pendingSecretState, SECRET_ROTATION_GRACE_MS, secretMatch } from '../domain/secret-rotation.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
-import type { Store } from '../storage/store.js';
+import type { DeviceSecretRepository, Store } from '../storage/store.js';
 import { secretsEqual } from './access-tokens.js';
 import type { PrincipalDirectory } from './principal-directory.js';
 
 /** Compared against when a device has no such secret, so that a refusal takes as long as an answer. */
 const DUMMY_SECRET = 'x'.repeat(43);
+
+/** What a rotation request is answered with. */
+export type SecretRotationOutcome =
+  /** The pending secret: new (`created`), or the one already pending, answered again. */
+  | { kind: 'pending'; secret: string; pending_since_ms: number; created: boolean }
+  /** A pending secret outlived its grace: the generation the request's token belongs to has ended. */
+  | { kind: 'expired' };
+
+/**
+ * One rotation request (DESIGN.md §17): a fresh secret is sealed here and stored as the pending one, unless one
+ * is pending already, which is opened and answered again. Storage decides in one transaction.
+ */
+export async function rotateDeviceSecret(
+  deps: { store: DeviceSecretRepository; keys: Pick<PlatformKeys, 'sealSecret' | 'openSecret'> },
+  deviceId: string,
+  nowMs: number,
+  graceMs: number,
+): Promise<SecretRotationOutcome | undefined> {
+  const fresh = newSecret();
+  const stored = await deps.store.rotateSecret(deviceId, nowMs, graceMs, deps.keys.sealSecret(fresh));
+  if (stored?.kind !== 'pending') return stored;
+  const { secret_sealed, ...rest } = stored;
+  return { ...rest, secret: stored.created ? fresh : deps.keys.openSecret(secret_sealed) };
+}
 
 export interface DeviceSecretServiceDeps {
   store: Store;
@@ -56,7 +81,7 @@ export function createDeviceSecretService(deps: DeviceSecretServiceDeps) {
      * were revoked meanwhile (reset, or the grace of a pending secret ended under the request).
      */
     async rotate(deviceId: string): Promise<string | undefined> {
-      const outcome = await store.rotateSecret(deviceId, now(), graceMs);
+      const outcome = await rotateDeviceSecret({ store, keys }, deviceId, now(), graceMs);
       if (outcome?.kind !== 'pending') return undefined;
       // The directory needs the pending secret's age to revoke the old generation when the grace ends.
       if (outcome.created) await directory.refreshDevice(deviceId);

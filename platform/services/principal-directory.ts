@@ -1,5 +1,6 @@
-import type { ClientCredentialState } from '../domain/client-credentials.js';
-import type { Store } from '../storage/store.js';
+import type { ClientEntry, DeviceEntry, Store } from '../storage/store.js';
+
+export type { ClientEntry, DeviceEntry } from '../storage/store.js';
 
 /**
  * What the hot path needs to know about devices and clients, in memory: a device's secret generation and the
@@ -9,23 +10,6 @@ import type { Store } from '../storage/store.js';
  * another process (the admin CLI) or instance changes the database, which `store.externalChangeVersion()` tells
  * cheaply (SQLite's `data_version`, PostgreSQL's NOTIFY).
  */
-export interface DeviceEntry {
-  device_id: string;
-  secret_gen: number;
-  secret_sealed: string | null;
-  /** When a rotation's pending secret was created: past its grace, the current generation is revoked. */
-  pending_since_ms: number | null;
-  require_signature: boolean;
-  site_id: string | null;
-  operator_id: string | null;
-}
-export interface ClientEntry extends ClientCredentialState {
-  client_id: string;
-  secret_sealed: string;
-  require_signature: boolean;
-  operator_ids: string[];
-}
-
 export async function createPrincipalDirectory(store: Store, pollMs = 1_000) {
   let devices = new Map<string, DeviceEntry>();
   let clients = new Map<string, ClientEntry>();

@@ -22,16 +22,14 @@ export interface ClientSummary {
   status: ClientStatus;
   created_ms: number;
 }
-/** A rotation's outcome: the new secret, or why there is none. */
-export type ClientRotation =
-  | { outcome: 'rotated'; secret: string; secret_gen: number }
+/** What a rotation stored: the new generation, or why nothing. */
+export type StoredClientRotation =
+  | { outcome: 'rotated'; secret_gen: number }
   | { outcome: 'revoked' | 'unknown' };
 
 export interface ClientRepository {
-  createClient(input: {
-    operator_ids: string[];
-    scopes: Scope[];
-  }): Promise<{ client: ClientRow; secret: string }>;
+  /** Stores a new active client, its secret sealed by the caller (services/client-secrets.ts). */
+  createClient(input: { operator_ids: string[]; scopes: Scope[]; secret_sealed: string }): Promise<ClientRow>;
   getClient(clientId: string): Promise<ClientRow | undefined>;
   /** Every client, oldest first. */
   listClients(): Promise<ClientSummary[]>;
@@ -41,8 +39,8 @@ export interface ClientRepository {
    */
   revokeClient(clientId: string): Promise<'revoked' | 'already_revoked' | 'unknown'>;
   /**
-   * A new current secret and the next generation; the replaced secret stays live for `graceMs` (0: not at
-   * all). A revoked client is not rotated.
+   * `secretSealed` becomes the current secret, in the next generation; the replaced secret stays live for
+   * `graceMs` (0: not at all). A revoked client is not rotated.
    */
-  rotateClientSecret(clientId: string, graceMs: number): Promise<ClientRotation>;
+  rotateClientSecret(clientId: string, graceMs: number, secretSealed: string): Promise<StoredClientRotation>;
 }

@@ -1,7 +1,7 @@
-/** What a rotation request is answered with (`DeviceSecretRepository.rotateSecret`). */
-export type SecretRotationOutcome =
-  /** The pending secret: new (`created`), or the one already pending, answered again. */
-  | { kind: 'pending'; secret: string; pending_since_ms: number; created: boolean }
+/** What a rotation request found or stored (`DeviceSecretRepository.rotateSecret`). */
+export type StoredRotationOutcome =
+  /** The pending secret, sealed: the one given (`created`), or the one already pending, answered again. */
+  | { kind: 'pending'; secret_sealed: string; pending_since_ms: number; created: boolean }
   /** A pending secret outlived its grace: the generation the request's token belongs to has ended. */
   | { kind: 'expired' };
 
@@ -11,10 +11,15 @@ export type SecretRotationOutcome =
  */
 export interface DeviceSecretRepository {
   /**
-   * Creates a pending secret for a registered device, or answers the one already pending while its grace
-   * lasts; the current secret is untouched. Undefined for a device that is unknown or not registered.
+   * Stores `freshSealed` as a registered device's pending secret, or answers the one already pending while its
+   * grace lasts; the current secret is untouched. Undefined for a device that is unknown or not registered.
    */
-  rotateSecret(deviceId: string, nowMs: number, graceMs: number): Promise<SecretRotationOutcome | undefined>;
+  rotateSecret(
+    deviceId: string,
+    nowMs: number,
+    graceMs: number,
+    freshSealed: string,
+  ): Promise<StoredRotationOutcome | undefined>;
   /**
    * Makes the pending secret sealed as `pendingSealed` the device's only secret, in the next generation (the
    * old secret and every token of the old generation are revoked), and answers that generation. Also answers

@@ -1,6 +1,5 @@
 import { pendingSecretState, rotationAnswer } from '../domain/secret-rotation.js';
-import type { SecretRotationOutcome } from './device-secret-repository.js';
-import type { PlatformKeys } from './platform-keys.js';
+import type { StoredRotationOutcome } from './device-secret-repository.js';
 
 /** What both backends read of a device before answering a rotation request. */
 export interface StoredRotation {
@@ -17,14 +16,13 @@ export function storedRotationAnswer(
   row: StoredRotation,
   nowMs: number,
   graceMs: number,
-  keys: PlatformKeys,
-): SecretRotationOutcome | 'create' {
+): StoredRotationOutcome | 'create' {
   const answer = rotationAnswer(pendingSecretState(row.pending_since_ms, nowMs, graceMs));
   if (answer === 'revoked') return { kind: 'expired' };
   if (answer === 'repeat' && row.pending_secret_sealed !== null && row.pending_since_ms !== null) {
     return {
       kind: 'pending',
-      secret: keys.openSecret(row.pending_secret_sealed),
+      secret_sealed: row.pending_secret_sealed,
       pending_since_ms: row.pending_since_ms,
       created: false,
     };

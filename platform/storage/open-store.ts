@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PlatformKeys } from './platform-keys.js';
+import { opensKeyCheck, type PlatformKeys, sealKeyCheck } from './platform-keys.js';
 import { createPostgresStore, describeDatabase, isPostgresUrl } from './postgres/store.js';
 import type { RetentionPolicy } from './retention-policy.js';
 import { createSqliteStore, DATABASE_FILE } from './sqlite/store.js';
@@ -46,7 +46,6 @@ export interface OpenStoreOptions {
 /** The platform key a database was set up with must be the one in the data directory. */
 export class PlatformKeyMismatch extends Error {}
 const KEY_CHECK_SETTING = 'platform_key_check';
-const KEY_CHECK_TEXT = 'charger-platform';
 
 export async function openStore(
   choice: DatabaseChoice,
@@ -57,7 +56,7 @@ export async function openStore(
   const now = opts.now ?? Date.now;
   const retention = opts.retention ? { retention: opts.retention } : {};
   if (choice.kind === 'sqlite') {
-    const store = await createSqliteStore(dataDir, keys, now, {
+    const store = await createSqliteStore(dataDir, now, {
       backgroundCheckpoints: opts.server ?? false,
       ...retention,
       ...(opts.onCheckpointerFailure ? { onCheckpointerFailure: opts.onCheckpointerFailure } : {}),
@@ -65,7 +64,7 @@ export async function openStore(
     });
     return checkedWith(store, keys, { tolerateFaults: true });
   }
-  const store = await createPostgresStore(choice.url, keys, now, {
+  const store = await createPostgresStore(choice.url, now, {
     backgroundMaintenance: opts.server ?? false,
     ...retention,
   });
@@ -96,16 +95,10 @@ async function checkedWith(
 async function checkPlatformKey(store: Store, keys: PlatformKeys): Promise<void> {
   const sealed = await store.getSetting(KEY_CHECK_SETTING);
   if (sealed === undefined) {
-    await store.setSetting(KEY_CHECK_SETTING, keys.sealSecret(KEY_CHECK_TEXT));
+    await store.setSetting(KEY_CHECK_SETTING, sealKeyCheck(keys));
     return;
   }
-  let opened: string | undefined;
-  try {
-    opened = keys.openSecret(sealed);
-  } catch {
-    opened = undefined;
-  }
-  if (opened !== KEY_CHECK_TEXT) {
+  if (!opensKeyCheck(keys, sealed)) {
     throw new PlatformKeyMismatch(
       `the database was set up with another platform key than ${keys.path}: ` +
         'copy the key of the instance that set it up there (or give that key with --key-file)',

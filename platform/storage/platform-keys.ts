@@ -73,6 +73,22 @@ export function loadOrCreatePlatformKeys(dataDir: string, opts: PlatformKeyOptio
   };
 }
 
+const KEY_CHECK_TEXT = 'charger-platform';
+
+/** A fixed text sealed with this key: a database remembers it and refuses another key (open-store.ts). */
+export function sealKeyCheck(keys: PlatformKeys): string {
+  return keys.sealSecret(KEY_CHECK_TEXT);
+}
+
+/** Whether `sealed` (from `sealKeyCheck`) was sealed with this key. */
+export function opensKeyCheck(keys: PlatformKeys, sealed: string): boolean {
+  try {
+    return keys.openSecret(sealed) === KEY_CHECK_TEXT;
+  } catch {
+    return false;
+  }
+}
+
 /** The key at `path`, created there (0600) when missing; `makeDir`: its directory too (the data directory's). */
 function readOrCreateKey(path: string, makeDir: boolean): Buffer {
   try {

@@ -10,11 +10,12 @@ import type {
   TelemetryRecord,
 } from '../../shared/index.js';
 import type { EnergyBucket } from '../domain/energy.js';
-import type { RegistrationPolicy } from '../domain/registration.js';
-import type { ClientEntry, DeviceEntry } from '../services/principal-directory.js';
 import type { ClientRepository } from './client-repository.js';
+import type { DeviceRepository } from './device-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
+import type { ClientEntry, DeviceEntry } from './directory-rows.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
+import type { Page } from './page.js';
 import type { WebhookRepository } from './webhook-repository.js';
 
 export interface OperatorRow {
@@ -26,25 +27,6 @@ export interface SiteRow {
   operator_id: string;
   name: string;
   timezone: string;
-}
-export interface DeviceRow {
-  device_id: string;
-  sn: string;
-  model: string | null;
-  manufacturer: string | null;
-  firmware_version: string | null;
-  mac: string | null;
-  site_id: string | null;
-  registered: boolean;
-  secret_sealed: string | null;
-  secret_gen: number;
-  /** A rotation's new secret, until it is used or its grace is over (domain/secret-rotation.ts). */
-  pending_secret_sealed: string | null;
-  pending_since_ms: number | null;
-  last_seen_ms: number | null;
-  last_heartbeat_ms: number | null;
-  reported_status: HeartbeatStatus | null;
-  fault_code: number | null;
 }
 export interface ConnectorRow {
   device_id: string;
@@ -99,28 +81,6 @@ export interface ScheduleRow {
   connector_id: number;
   schedule: ChargingSchedule;
   updated_ms: number;
-}
-
-export type RegistrationOutcome =
-  | { kind: 'registered'; device: DeviceRow; secret: string }
-  | { kind: 'not_allowed' }
-  | { kind: 'other_operator' }
-  | { kind: 'already_registered' };
-
-export interface RegisterInput {
-  sn: string;
-  model: string;
-  manufacturer: string;
-  firmware_version: string;
-  mac?: string;
-  connectors?: Array<{ connector_id: number; max_power_kw: number; v2g_capable: boolean }>;
-}
-
-export interface Page<T> {
-  total: number;
-  page: number;
-  size: number;
-  items: T[];
 }
 
 export interface CommandHistoryRow {
@@ -191,52 +151,6 @@ export interface OperatorDirectory extends ClientRepository {
   setSetting(key: string, value: string): Promise<void>;
   /** Bumped when another process (the admin CLI) changed the database. */
   externalChangeVersion(): number;
-}
-
-/** A device a control reaches, and the operator whose site holds it (the control's tenancy, DESIGN.md §18). */
-export interface TargetedDevice {
-  device_id: string;
-  operator_id: string;
-}
-
-/** Chargers: registration, tenancy, sites, secrets. */
-
-export interface DeviceRepository {
-  allowSerial(sn: string): Promise<void>;
-  /**
-   * Registers under `policy` (domain/registration.ts). `enrolment`: the group that vouched for the charger's
-   * certificate under `attested` (decided before, domain/attestation.ts); its site goes in `defaultSiteId`.
-   */
-  registerDevice(
-    input: RegisterInput,
-    policy: {
-      registration: RegistrationPolicy;
-      defaultSiteId?: string | undefined;
-      enrolment?: { enrolment_id: string; operator_id: string } | undefined;
-    },
-  ): Promise<RegistrationOutcome>;
-  getDevice(deviceId: string): Promise<DeviceRow | undefined>;
-  /** The device only if it is in a site of one of these operators (tenancy, DESIGN.md §2). */
-  getDeviceForOperators(deviceId: string, operatorIds: readonly string[]): Promise<DeviceRow | undefined>;
-  /** The registered devices a control's targets reach within these operators, each with its operator. */
-  listDevicesForTargets(
-    operatorIds: readonly string[],
-    target: { type: 'site' | 'operator' | 'all'; ids: readonly string[] },
-  ): Promise<TargetedDevice[]>;
-  assignDevice(deviceId: string, siteId: string): Promise<boolean>;
-  resetDevice(deviceId: string): Promise<boolean>;
-  listDevices(
-    operatorIds: readonly string[],
-    q: {
-      site_id?: string | undefined;
-      status?: 'online' | 'offline' | undefined;
-      page: number;
-      size: number;
-    },
-    onlineSinceMs: number,
-  ): Promise<Page<DeviceRow>>;
-  countDevicesInSite(siteId: string): Promise<number>;
-  deviceIdsInSite(siteId: string): Promise<string[]>;
 }
 
 /** Connectors and their live state, telemetry, heartbeats and liveness. */
@@ -355,9 +269,25 @@ export interface DeviceHistoryRepository {
   ): Promise<void>;
 }
 
-export type { ClientRepository, ClientRotation, ClientRow, ClientSummary } from './client-repository.js';
-export type { DeviceSecretRepository, SecretRotationOutcome } from './device-secret-repository.js';
+export type {
+  ClientRepository,
+  ClientRow,
+  ClientSummary,
+  StoredClientRotation,
+} from './client-repository.js';
+export type {
+  DeviceRepository,
+  DeviceRow,
+  RegisterInput,
+  RegistrationWrite,
+  SerialState,
+  StoredRegistration,
+  TargetedDevice,
+} from './device-repository.js';
+export type { DeviceSecretRepository, StoredRotationOutcome } from './device-secret-repository.js';
+export type { ClientEntry, DeviceEntry } from './directory-rows.js';
 export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
+export type { Page } from './page.js';
 export type {
   AttemptRecord,
   DeliveryRow,

@@ -1,4 +1,4 @@
-import type { Page } from './store.js';
+import type { Page } from './page.js';
 
 export interface WebhookRow {
   webhook_id: string;

@@ -1,4 +1,4 @@
-import type { WebhookChanges } from './store.js';
+import type { WebhookChanges } from './webhook-repository.js';
 
 const CHANGEABLE = [
   'url',

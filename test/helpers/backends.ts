@@ -116,11 +116,12 @@ export async function openTestStore(
   } = {},
 ): Promise<TestStore> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cp-store-'));
-  const keys = loadOrCreatePlatformKeys(dataDir);
+  // The data directory's platform key, as a deployment has one (tests seal and open secrets with it).
+  loadOrCreatePlatformKeys(dataDir);
   const now = opts.now ?? Date.now;
   const retention = opts.retention ? { retention: opts.retention } : {};
   if (backend === 'sqlite') {
-    const store = createSqliteStore(dataDir, keys, now, {
+    const store = createSqliteStore(dataDir, now, {
       backgroundCheckpoints: opts.server ?? false,
       ...retention,
     });
@@ -136,7 +137,7 @@ export async function openTestStore(
     };
   }
   const database = await createTestDatabase();
-  const store = await createPostgresStore(database.url, keys, now, {
+  const store = await createPostgresStore(database.url, now, {
     backgroundMaintenance: opts.server ?? false,
     ...retention,
   });
@@ -158,7 +159,8 @@ export async function openTestStore(
  * PostgreSQL runs the data directory's database (`databaseForDataDir`).
  */
 export async function openStoreForDataDir(dataDir: string): Promise<Store> {
-  const keys = loadOrCreatePlatformKeys(dataDir);
-  if (TEST_BACKEND === 'sqlite') return createSqliteStore(dataDir, keys);
-  return createPostgresStore(await databaseForDataDir(dataDir), keys);
+  // A deployment's key comes first (a database without one was set up with --key-file).
+  loadOrCreatePlatformKeys(dataDir);
+  if (TEST_BACKEND === 'sqlite') return createSqliteStore(dataDir);
+  return createPostgresStore(await databaseForDataDir(dataDir));
 }

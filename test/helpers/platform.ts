@@ -14,6 +14,7 @@ import type { Store } from '../../platform/storage/store.js';
 import type { Scope } from '../../shared/index.js';
 import { databaseForDataDir, TEST_BACKEND } from './backends.js';
 import { recordDocument, recordResponse } from './response-log.js';
+import { createClientOf } from './sealed-writes.js';
 
 export interface HttpResult {
   status: number;
@@ -214,7 +215,7 @@ export async function createTenant(
     name: `${name} site`,
     timezone: 'Europe/Berlin',
   });
-  const { client, secret } = await tp.store.createClient({ operator_ids: [op.operator_id], scopes });
+  const { client, secret } = await createClientOf(tp, { operator_ids: [op.operator_id], scopes });
   const token = await operatorToken(tp.http, client.client_id, secret);
   return {
     operatorId: op.operator_id,

@@ -11,6 +11,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 import { streamUpgrade } from '../helpers/stream-upgrade.js';
 
 /**
@@ -70,7 +71,7 @@ function keepToken(token: string): void {
 }
 
 async function newClient(tenant: Tenant, scopes: Array<'read' | 'write'>) {
-  const { client, secret } = await tp.store.createClient({ operator_ids: [tenant.operatorId], scopes });
+  const { client, secret } = await createClientOf(tp, { operator_ids: [tenant.operatorId], scopes });
   const token = await operatorToken(tp.http, client.client_id, secret);
   keep(secret);
   keepToken(token);
@@ -152,7 +153,7 @@ beforeAll(async () => {
   devB = await newDevice(bravo, 'B');
   own = await resourcesOf(alpha, devA);
   foreign = await resourcesOf(bravo, devB);
-  const { client, secret } = await tp.store.createClient({
+  const { client, secret } = await createClientOf(tp, {
     operator_ids: [alpha.operatorId, bravo.operatorId],
     scopes: ['read', 'write'],
   });

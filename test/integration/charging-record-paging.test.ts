@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../platform/storage/store.js';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../shared/index.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * Charging-record listings (counted by day, paged from the counts) against the plain rule: records of the
@@ -30,7 +31,8 @@ async function world(store: Store, devices: number) {
   ];
   const ids: string[] = [];
   for (let i = 0; i < devices; i++) {
-    const out = await store.registerDevice(
+    const out = await registerOnStore(
+      store,
       { sn: `SN-REC-${n}-${i}`, model: 'M', manufacturer: 'X', firmware_version: '1' },
       { registration: 'open', defaultSiteId: sites[i % 2]!.site_id },
     );

@@ -11,6 +11,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf, rotateClientSecretOf } from '../helpers/sealed-writes.js';
 import { streamUpgrade } from '../helpers/stream-upgrade.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -44,7 +45,7 @@ function call(route: AnyRoute, token: string): Promise<HttpResult> {
 }
 
 async function newClient(scopes: Array<'read' | 'write'> = ['read', 'write']) {
-  const { client, secret } = await tp.store.createClient({ operator_ids: [tenant.operatorId], scopes });
+  const { client, secret } = await createClientOf(tp, { operator_ids: [tenant.operatorId], scopes });
   return { id: client.client_id, secret, token: await operatorToken(tp.http, client.client_id, secret) };
 }
 
@@ -185,7 +186,7 @@ describe('a revoked client', () => {
   it('gets no new secret', async () => {
     const c = await newClient();
     await tp.store.revokeClient(c.id);
-    expect(await tp.store.rotateClientSecret(c.id, 0)).toEqual({ outcome: 'revoked' });
+    expect(await rotateClientSecretOf(tp, c.id, 0)).toEqual({ outcome: 'revoked' });
     expectInvalidClient(await tokenFor(c.id, c.secret));
   });
 });
@@ -193,7 +194,7 @@ describe('a revoked client', () => {
 describe('a rotated secret', () => {
   it('keeps the old secret and its tokens through the grace, then refuses them everywhere', async () => {
     const c = await newClient();
-    const rotation = await tp.store.rotateClientSecret(c.id, HOUR_MS);
+    const rotation = await rotateClientSecretOf(tp, c.id, HOUR_MS);
     if (rotation.outcome !== 'rotated') throw new Error(rotation.outcome);
 
     // During the grace: old token, old secret and new secret all work.
@@ -237,7 +238,7 @@ describe('a rotated secret', () => {
 
   it('with no grace refuses the old secret and its tokens at once', async () => {
     const c = await newClient();
-    const rotation = await tp.store.rotateClientSecret(c.id, 0);
+    const rotation = await rotateClientSecretOf(tp, c.id, 0);
     if (rotation.outcome !== 'rotated') throw new Error(rotation.outcome);
     await untilRefused(c.token);
     await expectRefusedEverywhere(c.token);
@@ -249,9 +250,9 @@ describe('a rotated secret', () => {
 
   it('a second rotation ends the first one’s grace: only the secret it replaced stays', async () => {
     const c = await newClient();
-    const first = await tp.store.rotateClientSecret(c.id, HOUR_MS);
+    const first = await rotateClientSecretOf(tp, c.id, HOUR_MS);
     if (first.outcome !== 'rotated') throw new Error(first.outcome);
-    const second = await tp.store.rotateClientSecret(c.id, HOUR_MS);
+    const second = await rotateClientSecretOf(tp, c.id, HOUR_MS);
     if (second.outcome !== 'rotated') throw new Error(second.outcome);
     await untilRefused(c.token);
     expectInvalidClient(await tokenFor(c.id, c.secret));
@@ -271,7 +272,7 @@ describe('a rotated secret', () => {
       exp: nowS + 3_600,
     });
     expect((await tp.http.get('/v1/operator/sites', { token: legacy })).status).toBe(200);
-    await tp.store.rotateClientSecret(c.id, 0);
+    await rotateClientSecretOf(tp, c.id, 0);
     await untilRefused(legacy);
   });
 });

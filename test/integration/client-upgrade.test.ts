@@ -11,6 +11,7 @@ import { MIGRATIONS } from '../../platform/storage/sqlite/migrations.js';
 import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import { databaseForDataDir, TEST_BACKEND } from '../helpers/backends.js';
 import { operatorToken, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { rotateClientSecretOf } from '../helpers/sealed-writes.js';
 
 /**
  * A deployment from before clients had a lifecycle (DESIGN.md §18) upgrades with its clients active at
@@ -90,7 +91,7 @@ describe('upgrading a deployment whose clients predate their lifecycle', () => {
 
   it('refuses the earlier tokens once the client is rotated without a grace', async () => {
     const p = tp!;
-    const rotation = await p.store.rotateClientSecret('cli_old', 0);
+    const rotation = await rotateClientSecretOf(p, 'cli_old', 0);
     expect(rotation.outcome).toBe('rotated');
     await expect
       .poll(async () => (await p.http.get('/v1/operator/sites', { token: legacyToken })).status, {

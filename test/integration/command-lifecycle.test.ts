@@ -11,6 +11,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
  * The command state machine of DESIGN.md §5 over real HTTPS and SQLite:
@@ -525,7 +526,7 @@ describe('cancel: DELETE /v1/operator/commands/{command_id}', () => {
     const t = await tenant();
     const d = await registerDevice(tp, sn(), t.siteId);
     const id = await stop(t, d);
-    const { client, secret } = await tp.store.createClient({
+    const { client, secret } = await createClientOf(tp, {
       operator_ids: [t.operatorId],
       scopes: ['read'],
     });

@@ -9,6 +9,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
@@ -36,7 +37,7 @@ const devices1: RegisteredDevice[] = [];
 let device2: RegisteredDevice;
 
 async function client(operatorIds: string[]): Promise<Client> {
-  const { client, secret } = await tp.store.createClient({
+  const { client, secret } = await createClientOf(tp, {
     operator_ids: operatorIds,
     scopes: ['read', 'write'],
   });

@@ -9,6 +9,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
  * GET /v1/operator/devices/{device_id}/commands over real HTTPS, on the run's backend: a device's commands with
@@ -121,7 +122,7 @@ describe('GET /v1/operator/devices/{device_id}/commands', () => {
     await report(d, start, 'rejected', 'no vehicle');
 
     // Commands queued by another client of the same operator, and by a flexibility control, are listed too.
-    const { client, secret } = await tp.store.createClient({
+    const { client, secret } = await createClientOf(tp, {
       operator_ids: [t.operatorId],
       scopes: ['read', 'write'],
     });
@@ -244,7 +245,7 @@ describe('GET /v1/operator/devices/{device_id}/commands', () => {
     const d = await registerDevice(tp, sn(), t.siteId);
     const stop = await queue(t, d, 'stop');
     const token = async (scopes: Array<'read' | 'write'>) => {
-      const { client, secret } = await tp.store.createClient({ operator_ids: [t.operatorId], scopes });
+      const { client, secret } = await createClientOf(tp, { operator_ids: [t.operatorId], scopes });
       return operatorToken(tp.http, client.client_id, secret);
     };
     const readOnly = await okData(list(await token(['read']), d.deviceId));

@@ -3,11 +3,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accumulateEnergy, bucketsInOrder, type PowerSample } from '../../platform/domain/energy.js';
 import { ROLLUP_MS, rollupAlignedRange } from '../../platform/domain/energy-rollup.js';
-import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * Rollups against the integration of the raw samples, on the real store of each backend: random streams of
@@ -24,7 +24,8 @@ let deviceCounter = 0;
 /** A registered charger: telemetry's live state is written out to its connectors. */
 async function newDevice(store: Store): Promise<string> {
   const sn = `SN-PROP-${++deviceCounter}`;
-  const outcome = await store.registerDevice(
+  const outcome = await registerOnStore(
+    store,
     { sn, model: 'M', manufacturer: 'X', firmware_version: '1' },
     { registration: 'open' },
   );
@@ -289,7 +290,7 @@ describe('energy rollups follow committed transactions (postgres)', () => {
   it('two instances on one database, storing and reading at once, roll up every row once', async () => {
     const now = () => T0 + 86_400_000;
     const t = await openTestStore('postgres', { now });
-    const second = await createPostgresStore(t.databaseUrl!, loadOrCreatePlatformKeys(t.dataDir), now);
+    const second = await createPostgresStore(t.databaseUrl!, now);
     try {
       const deviceId = await newDevice(t.store);
       // Two connectors over three hours, with powers of both signs and a few gaps over five minutes.

@@ -10,6 +10,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 import { openStoredData } from '../helpers/stored-data.js';
 
 /**
@@ -33,7 +34,7 @@ afterAll(async () => {
   await tp?.stop();
 });
 beforeEach(async () => {
-  const { client, secret } = await tp.store.createClient({
+  const { client, secret } = await createClientOf(tp, {
     operator_ids: [operator.operatorId],
     scopes: ['read', 'write'],
   });

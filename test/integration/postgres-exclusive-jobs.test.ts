@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { SWEEP_LOCK } from '../../platform/storage/postgres/exclusive-jobs.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import { storageFaultOf } from '../../platform/storage/storage-faults.js';
@@ -27,7 +26,7 @@ describe('runAlone across instances sharing PostgreSQL', () => {
 
   /** Another instance on the test database (`url`, by default the database's own). */
   const instance = async (url = database.url): Promise<Store> => {
-    const store = await createPostgresStore(url, loadOrCreatePlatformKeys(dataDir));
+    const store = await createPostgresStore(url);
     open.push(store);
     return store;
   };

@@ -9,6 +9,7 @@ import {
   type TestPlatform,
 } from '../helpers/platform.js';
 import { rateItem } from '../helpers/rate-limit-headers.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
  * Every row of the spec's Limits table (DESIGN.md §8): 429/5001 exactly one past the bound, the answer's shape
@@ -53,7 +54,7 @@ function expectAllowed(res: HttpResult, status: number, rateClass: string, remai
 
 /** A client of an existing operator, created without spending a token issuance. */
 async function extraClient(operatorId: string) {
-  const { client, secret } = await tp.store.createClient({
+  const { client, secret } = await createClientOf(tp, {
     operator_ids: [operatorId],
     scopes: ['read', 'write'],
   });

@@ -7,6 +7,7 @@ import { partitionName } from '../../platform/storage/postgres/telemetry-partiti
 import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * Retention on the real store of each backend with an injected clock: years pass in milliseconds. Raw
@@ -57,7 +58,8 @@ const energyOfHour = async (store: Store, deviceId: string, from: number) =>
 async function registerDevice(store: Store, sn: string): Promise<string> {
   const op = await store.createOperator('A');
   const site = await store.createSite({ operator_id: op.operator_id, name: 's', timezone: 'UTC' });
-  const reg = await store.registerDevice(
+  const reg = await registerOnStore(
+    store,
     { sn, model: 'M', manufacturer: 'X', firmware_version: '1' },
     { registration: 'open', defaultSiteId: site.site_id },
   );

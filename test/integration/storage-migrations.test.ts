@@ -19,7 +19,7 @@ describe('upgrading a schema-2 database', () => {
     dirs.push(dir);
     const T = Date.UTC(2026, 4, 1, 10);
     // A deployment's key comes first (a database without one was set up with --key-file).
-    const keys = loadOrCreatePlatformKeys(dir);
+    loadOrCreatePlatformKeys(dir);
     {
       const db = new Database(join(dir, DATABASE_FILE));
       db.exec(MIGRATIONS[0]!);
@@ -44,7 +44,7 @@ describe('upgrading a schema-2 database', () => {
       for (let t = T; t <= T + 3_600_000; t += 10_000) tel.run(t);
       db.close();
     }
-    const store = createSqliteStore(dir, keys);
+    const store = createSqliteStore(dir);
     try {
       const page = await store.listChargingRecords(['op_a'], { page: 1, size: 5 });
       expect(page.total).toBe(50);

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import type { Store } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { createClientOf, rotateClientSecretOf } from '../helpers/sealed-writes.js';
 import { webhookRow } from '../helpers/webhook-receiver.js';
 
 /**
@@ -28,12 +29,12 @@ describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
     const a = await store.createOperator('A');
     const b = await store.createOperator('B');
     clock += 5;
-    const first = await store.createClient({
+    const first = await createClientOf(ts, {
       operator_ids: [b.operator_id, a.operator_id],
       scopes: ['read'],
     });
     clock += 5;
-    const second = await store.createClient({ operator_ids: [a.operator_id], scopes: ['read', 'write'] });
+    const second = await createClientOf(ts, { operator_ids: [a.operator_id], scopes: ['read', 'write'] });
     return { a, b, first, second };
   }
 
@@ -122,7 +123,7 @@ describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
   it('rotates with a grace: the new secret is current, the old one previous until the grace ends', async () => {
     const { first } = await twoClients();
     const id = first.client.client_id;
-    const rotation = await store.rotateClientSecret(id, 3_600_000);
+    const rotation = await rotateClientSecretOf(ts, id, 3_600_000);
     if (rotation.outcome !== 'rotated') throw new Error(rotation.outcome);
     expect(rotation.secret).not.toBe(first.secret);
     expect(rotation.secret_gen).toBe(2);
@@ -142,7 +143,7 @@ describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
 
     // A second rotation keeps only the secret it replaced beside the new one.
     clock += 60_000;
-    const again = await store.rotateClientSecret(id, 0);
+    const again = await rotateClientSecretOf(ts, id, 0);
     if (again.outcome !== 'rotated') throw new Error(again.outcome);
     expect(again.secret_gen).toBe(3);
     expect(await store.getClient(id)).toMatchObject({
@@ -158,7 +159,7 @@ describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
   it('does not rotate a revoked or unknown client, and revoking ends a grace', async () => {
     const { first } = await twoClients();
     const id = first.client.client_id;
-    expect((await store.rotateClientSecret(id, 60_000)).outcome).toBe('rotated');
+    expect((await rotateClientSecretOf(ts, id, 60_000)).outcome).toBe('rotated');
     await store.revokeClient(id);
     expect(await store.getClient(id)).toMatchObject({
       status: 'revoked',
@@ -166,9 +167,9 @@ describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
       previous_secret_sealed: null,
       previous_secret_until_ms: null,
     });
-    expect(await store.rotateClientSecret(id, 60_000)).toEqual({ outcome: 'revoked' });
+    expect(await rotateClientSecretOf(ts, id, 60_000)).toEqual({ outcome: 'revoked' });
     expect((await store.getClient(id))?.secret_gen).toBe(2);
-    expect(await store.rotateClientSecret('cli_missing', 60_000)).toEqual({ outcome: 'unknown' });
+    expect(await rotateClientSecretOf(ts, 'cli_missing', 60_000)).toEqual({ outcome: 'unknown' });
   });
 
   it('tells the principal directory of every change (externalChangeVersion moves)', async () => {
@@ -178,7 +179,7 @@ describe.each(BACKENDS)('store contract: client lifecycle (%s)', (backend) => {
     store = ts.store;
     const { first } = await twoClients();
     const id = first.client.client_id;
-    for (const change of [() => store.rotateClientSecret(id, 1_000), () => store.revokeClient(id)]) {
+    for (const change of [() => rotateClientSecretOf(ts, id, 1_000), () => store.revokeClient(id)]) {
       const before = store.externalChangeVersion();
       await change();
       await expect.poll(() => store.externalChangeVersion(), { timeout: 5_000 }).not.toBe(before);

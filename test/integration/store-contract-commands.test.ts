@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CommandRow, ControlRow, NewCommand, Store } from '../../platform/storage/store.js';
 import type { ChargingSchedule } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The contract of CommandRepository and DeviceHistoryRepository, the same cases on every backend: what one
@@ -603,7 +604,8 @@ describe.each(BACKENDS)('command and history repositories on %s', (backend) => {
     it('records firmware reports; an installed version becomes the charger’s firmware', async () => {
       const op = await store.createOperator('Op');
       const site = await store.createSite({ operator_id: op.operator_id, name: 'S', timezone: 'UTC' });
-      const reg = await store.registerDevice(
+      const reg = await registerOnStore(
+        store,
         { sn: 'SN-FW', model: 'M', manufacturer: 'X', firmware_version: '1.0.0' },
         { registration: 'open', defaultSiteId: site.site_id },
       );

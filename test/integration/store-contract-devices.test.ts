@@ -1,11 +1,13 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isOnline, seenStateOfRow } from '../../platform/domain/liveness-rule.js';
+import { rotateDeviceSecret } from '../../platform/services/device-secret-service.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { DeviceRow, RegisterInput, Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { createClientOf, registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The repository contract of operators, sites, clients, the principal directory, devices and telemetry: the
@@ -58,7 +60,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
   }
 
   async function registered(sn: string, siteId?: string, extra: Partial<RegisterInput> = {}) {
-    const out = await store.registerDevice(charger(sn, extra), {
+    const out = await registerOnStore(store, charger(sn, extra), {
       registration: 'open',
       defaultSiteId: siteId,
     });
@@ -146,7 +148,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const a = await store.createOperator('A');
       const b = await store.createOperator('B');
       const keys = loadOrCreatePlatformKeys(ts.dataDir);
-      const { client, secret } = await store.createClient({
+      const { client, secret } = await createClientOf(ts, {
         operator_ids: [b.operator_id, a.operator_id, b.operator_id],
         scopes: ['read', 'write'],
       });
@@ -183,11 +185,11 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const other = await store.createOperator('B');
       const inSite = await registered('SN-1', site.site_id);
       const homeless = await registered('SN-2');
-      const { client } = await store.createClient({
+      const { client } = await createClientOf(ts, {
         operator_ids: [other.operator_id, op.operator_id],
         scopes: ['read'],
       });
-      const { client: lonely } = await store.createClient({ operator_ids: [], scopes: ['read'] });
+      const { client: lonely } = await createClientOf(ts, { operator_ids: [], scopes: ['read'] });
       const deviceEntry = {
         device_id: inSite.device.device_id,
         secret_gen: 1,
@@ -240,7 +242,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
     it('sets and clears required signatures of clients and devices', async () => {
       const { op, site } = await operatorWithSite();
       const dev = await registered('SN-1', site.site_id);
-      const { client } = await store.createClient({ operator_ids: [op.operator_id], scopes: ['read'] });
+      const { client } = await createClientOf(ts, { operator_ids: [op.operator_id], scopes: ['read'] });
       expect(await store.setRequireSignature('client', client.client_id, true)).toBe(true);
       expect(await store.setRequireSignature('device', dev.device.device_id, true)).toBe(true);
       expect((await store.loadClientEntry(client.client_id))?.require_signature).toBe(true);
@@ -260,7 +262,8 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
     it('registers any serial when open, with its site, secret and declared connectors', async () => {
       const { site } = await operatorWithSite();
       const keys = loadOrCreatePlatformKeys(ts.dataDir);
-      const out = await store.registerDevice(
+      const out = await registerOnStore(
+        store,
         charger('SN-1', {
           mac: 'AA:BB:CC:DD:EE:FF',
           connectors: [
@@ -269,6 +272,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
           ],
         }),
         { registration: 'open', defaultSiteId: site.site_id },
+        keys,
       );
       if (out.kind !== 'registered') throw new Error(out.kind);
       const expected: DeviceRow = {
@@ -305,16 +309,16 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
 
     it('refuses serials off the allowlist, and a serial that is registered', async () => {
       const policy = { registration: 'allowlist' as const };
-      expect(await store.registerDevice(charger('SN-1'), policy)).toEqual({ kind: 'not_allowed' });
+      expect(await registerOnStore(store, charger('SN-1'), policy)).toEqual({ kind: 'not_allowed' });
       await store.allowSerial('SN-1');
       await store.allowSerial('SN-1');
-      const first = await store.registerDevice(charger('SN-1'), policy);
+      const first = await registerOnStore(store, charger('SN-1'), policy);
       expect(first.kind).toBe('registered');
-      expect(await store.registerDevice(charger('SN-1'), policy)).toEqual({ kind: 'already_registered' });
-      expect(await store.registerDevice(charger('SN-1'), { registration: 'open' })).toEqual({
+      expect(await registerOnStore(store, charger('SN-1'), policy)).toEqual({ kind: 'already_registered' });
+      expect(await registerOnStore(store, charger('SN-1'), { registration: 'open' })).toEqual({
         kind: 'already_registered',
       });
-      expect(await store.registerDevice(charger('SN-2'), policy)).toEqual({ kind: 'not_allowed' });
+      expect(await registerOnStore(store, charger('SN-2'), policy)).toEqual({ kind: 'not_allowed' });
     });
 
     it('registers a reset charger again under its id, with a new generation and secret', async () => {
@@ -331,7 +335,8 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         secret_gen: 2,
       });
       expect(await store.resetDevice('dev_missing')).toBe(false);
-      const again = await store.registerDevice(
+      const again = await registerOnStore(
+        store,
         charger('SN-1', {
           firmware_version: '2.0.0',
           connectors: [{ connector_id: 1, max_power_kw: 22, v2g_capable: true }],
@@ -354,7 +359,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       ]);
       // A charger that has a site keeps it when it registers again.
       await store.resetDevice(id);
-      const third = await store.registerDevice(charger('SN-1'), {
+      const third = await registerOnStore(store, charger('SN-1'), {
         registration: 'open',
         defaultSiteId: other.site_id,
       });
@@ -364,7 +369,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
 
     it('registers one serial once when registrations race', async () => {
       const outcomes = await Promise.all(
-        [1, 2, 3, 4].map(() => store.registerDevice(charger('SN-RACE'), { registration: 'open' })),
+        [1, 2, 3, 4].map(() => registerOnStore(store, charger('SN-RACE'), { registration: 'open' })),
       );
       expect(outcomes.filter((o) => o.kind === 'registered')).toHaveLength(1);
       expect(outcomes.filter((o) => o.kind === 'already_registered')).toHaveLength(3);
@@ -372,7 +377,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const device = outcomes.find((o) => o.kind === 'registered')?.device;
       await store.resetDevice(device?.device_id ?? '');
       const again = await Promise.all(
-        [1, 2, 3, 4].map(() => store.registerDevice(charger('SN-RACE'), { registration: 'open' })),
+        [1, 2, 3, 4].map(() => registerOnStore(store, charger('SN-RACE'), { registration: 'open' })),
       );
       expect(again.map((o) => o.kind).sort()).toEqual([
         'already_registered',
@@ -479,7 +484,8 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
 
     describe('two-phase secret rotation', () => {
       const GRACE = 24 * 3_600_000;
-      const rotate = (id: string) => store.rotateSecret(id, clock, GRACE);
+      const rotate = (id: string) =>
+        rotateDeviceSecret({ store, keys: loadOrCreatePlatformKeys(ts.dataDir) }, id, clock, GRACE);
       const pendingOf = async (id: string) => {
         const row = await store.getDevice(id);
         return { sealed: row?.pending_secret_sealed ?? null, since: row?.pending_since_ms ?? null };
@@ -556,7 +562,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         expect(await store.resetDevice(id)).toBe(true);
         expect(await pendingOf(id)).toEqual({ sealed: null, since: null });
         expect(await store.promotePendingSecret(id, sealed ?? '')).toBeUndefined();
-        const again = await store.registerDevice(charger('SN-1'), { registration: 'open' });
+        const again = await registerOnStore(store, charger('SN-1'), { registration: 'open' });
         expect(again).toMatchObject({
           kind: 'registered',
           device: { pending_secret_sealed: null, pending_since_ms: null, secret_gen: 3 },
@@ -884,7 +890,7 @@ describe('PostgreSQL only', () => {
     ts = await openTestStore('postgres', { now: () => T0 });
     const op = await ts.store.createOperator('A');
     const site = await ts.store.createSite({ operator_id: op.operator_id, name: 's', timezone: 'UTC' });
-    const reg = await ts.store.registerDevice(charger('SN-1'), {
+    const reg = await registerOnStore(ts.store, charger('SN-1'), {
       registration: 'open',
       defaultSiteId: site.site_id,
     });
@@ -914,7 +920,7 @@ describe('PostgreSQL only', () => {
   it('an admin change made through another store bumps a server store’s external change version', async () => {
     ts = await openTestStore('postgres', { server: true });
     const server = ts.store;
-    const admin = await createPostgresStore(ts.databaseUrl ?? '', loadOrCreatePlatformKeys(ts.dataDir));
+    const admin = await createPostgresStore(ts.databaseUrl ?? '');
     try {
       const op = await admin.createOperator('A');
       const bumped = async (change: () => Promise<unknown>) => {
@@ -924,15 +930,27 @@ describe('PostgreSQL only', () => {
           .poll(() => server.externalChangeVersion(), { timeout: 5_000, interval: 20 })
           .toBeGreaterThan(before);
       };
-      await bumped(() => admin.createClient({ operator_ids: [op.operator_id], scopes: ['read'] }));
+      await bumped(() =>
+        createClientOf(
+          { store: admin, dataDir: ts!.dataDir },
+          { operator_ids: [op.operator_id], scopes: ['read'] },
+        ),
+      );
       let deviceId = '';
       await bumped(async () => {
-        const reg = await admin.registerDevice(charger('SN-1'), { registration: 'open' });
+        const reg = await registerOnStore(admin, charger('SN-1'), { registration: 'open' });
         if (reg.kind !== 'registered') throw new Error(reg.kind);
         deviceId = reg.device.device_id;
       });
       await bumped(() => admin.setRequireSignature('device', deviceId, true));
-      await bumped(() => admin.rotateSecret(deviceId, Date.now(), 86_400_000));
+      await bumped(() =>
+        rotateDeviceSecret(
+          { store: admin, keys: loadOrCreatePlatformKeys(ts!.dataDir) },
+          deviceId,
+          Date.now(),
+          86_400_000,
+        ),
+      );
       await bumped(() => admin.resetDevice(deviceId));
       // The admin store itself does not listen.
       expect(admin.externalChangeVersion()).toBe(0);

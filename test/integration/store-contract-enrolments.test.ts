@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { NewEnrolment, Store } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The contract of EnrolmentRepository on every backend (DESIGN.md §18): groups are kept as given, listed oldest
@@ -92,7 +93,7 @@ describe.each(BACKENDS)('registration under attested on %s', (backend) => {
     const site = await store.createSite({ operator_id: op.operator_id, name: 'Depot', timezone: 'UTC' });
     await store.allowSerial('SN-ALLOWED');
     // The allowlist is no credential here.
-    expect(await store.registerDevice(charger('SN-ALLOWED'), { registration: 'attested' })).toEqual({
+    expect(await registerOnStore(store, charger('SN-ALLOWED'), { registration: 'attested' })).toEqual({
       kind: 'not_allowed',
     });
     const policy = {
@@ -100,14 +101,14 @@ describe.each(BACKENDS)('registration under attested on %s', (backend) => {
       defaultSiteId: site.site_id,
       enrolment: { enrolment_id: 'enr_1', operator_id: op.operator_id },
     };
-    const first = await store.registerDevice(charger('SN-1'), policy);
+    const first = await registerOnStore(store, charger('SN-1'), policy);
     expect(first).toMatchObject({ kind: 'registered', device: { sn: 'SN-1', site_id: site.site_id } });
-    expect(await store.registerDevice(charger('SN-1'), policy)).toEqual({ kind: 'already_registered' });
+    expect(await registerOnStore(store, charger('SN-1'), policy)).toEqual({ kind: 'already_registered' });
     if (first.kind !== 'registered') throw new Error('not registered');
 
     // After a reset: the serial alone does not register it again; with the enrolment it keeps its device id.
     await store.resetDevice(first.device.device_id);
-    expect(await store.registerDevice(charger('SN-1'), { registration: 'attested' })).toEqual({
+    expect(await registerOnStore(store, charger('SN-1'), { registration: 'attested' })).toEqual({
       kind: 'not_allowed',
     });
     // Another operator's group cannot take the reset charger, its device id and history over.
@@ -118,19 +119,19 @@ describe.each(BACKENDS)('registration under attested on %s', (backend) => {
       timezone: 'UTC',
     });
     expect(
-      await store.registerDevice(charger('SN-1'), {
+      await registerOnStore(store, charger('SN-1'), {
         registration: 'attested',
         defaultSiteId: otherSite.site_id,
         enrolment: { enrolment_id: 'enr_2', operator_id: other.operator_id },
       }),
     ).toEqual({ kind: 'other_operator' });
-    const again = await store.registerDevice(charger('SN-1'), policy);
+    const again = await registerOnStore(store, charger('SN-1'), policy);
     expect(again).toMatchObject({ kind: 'registered', device: { device_id: first.device.device_id } });
   });
 
   it('a reset charger in no site may be enrolled by any operator’s group, into that group’s site', async () => {
     const op = await store.createOperator('A');
-    const first = await store.registerDevice(charger('SN-LOOSE'), {
+    const first = await registerOnStore(store, charger('SN-LOOSE'), {
       registration: 'attested',
       enrolment: { enrolment_id: 'enr_1', operator_id: op.operator_id },
     });
@@ -138,7 +139,7 @@ describe.each(BACKENDS)('registration under attested on %s', (backend) => {
     expect(first.device.site_id).toBeNull();
     await store.resetDevice(first.device.device_id);
     const site = await store.createSite({ operator_id: op.operator_id, name: 'Depot', timezone: 'UTC' });
-    const again = await store.registerDevice(charger('SN-LOOSE'), {
+    const again = await registerOnStore(store, charger('SN-LOOSE'), {
       registration: 'attested',
       defaultSiteId: site.site_id,
       enrolment: { enrolment_id: 'enr_1', operator_id: op.operator_id },

@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { NewDelivery, Store, WebhookRow } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
@@ -156,7 +155,7 @@ describe.each(BACKENDS)('webhook repository on %s', (backend) => {
 describe.each(BACKENDS.filter((b) => b === 'postgres'))('webhook queue shared by two instances on %s', () => {
   it('never gives one delivery to two instances claiming at once', async () => {
     const ts = await openTestStore('postgres', { now: () => T0 });
-    const second = await createPostgresStore(ts.databaseUrl!, loadOrCreatePlatformKeys(ts.dataDir), () => T0);
+    const second = await createPostgresStore(ts.databaseUrl!, () => T0);
     try {
       await ts.store.createWebhook(hook('wh_a'), 10);
       await ts.store.createWebhook(hook('wh_b'), 10);

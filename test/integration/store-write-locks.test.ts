@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * Another connection holding the write lock (the WAL checkpointer's RESTART does, briefly) must make a write
@@ -18,10 +18,11 @@ let store: Store;
 let deviceId: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cp-locks-'));
-  store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+  store = createSqliteStore(dir);
   const op = await store.createOperator('A');
   const site = await store.createSite({ operator_id: op.operator_id, name: 's', timezone: 'UTC' });
-  const reg = await store.registerDevice(
+  const reg = await registerOnStore(
+    store,
     { sn: 'SN-LOCK', model: 'M', manufacturer: 'X', firmware_version: '1' },
     { registration: 'open', defaultSiteId: site.site_id },
   );

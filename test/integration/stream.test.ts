@@ -9,6 +9,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
  * The live telemetry stream `/v1/operator/stream` (DESIGN.md §8) over real WSS: handshake and refusals,
@@ -561,7 +562,7 @@ describe('connection limit: one per client per subscription set', () => {
     expect((await subscribe(sameIdsBySite, { site_ids: [tenant.siteId] })).type).toBe('subscribed');
 
     // Another client of the same operator has its own budget.
-    const { client, secret } = await tp.store.createClient({
+    const { client, secret } = await createClientOf(tp, {
       operator_ids: [tenant.operatorId],
       scopes: ['read'],
     });

@@ -16,6 +16,7 @@ import {
   type TestPlatform,
 } from '../helpers/platform.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis.js';
+import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
  * DESIGN.md §18 across three instances over one PostgreSQL database and one Redis (§13): an enrolment group added
@@ -143,7 +144,7 @@ describe('flexibility controls across three instances', () => {
     });
     const charger = await enrol(a, `SN-TRUST-CTL-${process.pid}`, controlCa);
     expect(charger.status, charger.text).toBe(200);
-    const { client, secret } = await a.store.createClient({
+    const { client, secret } = await createClientOf(a, {
       operator_ids: [op1.operatorId, op2.operatorId],
       scopes: ['read', 'write'],
     });

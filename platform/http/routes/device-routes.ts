@@ -25,14 +25,33 @@ import {
   UploadAccepted,
 } from '../../../shared/index.js';
 import { errors } from '../../domain/api-error.js';
+import { ATTESTATION_MESSAGES } from '../../domain/attestation.js';
 import { tokenTimes } from '../../services/access-tokens.js';
-import { registrationPolicy } from '../../services/attested-registration.js';
+import type { RegistrationResult } from '../../services/registration-service.js';
+import { presentedChain } from '../auth/client-certificate.js';
 import type { PlatformContext } from '../context.js';
 import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
 
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The answer to a refused registration. */
+function registrationRefused(outcome: Exclude<RegistrationResult, { kind: 'registered' }>) {
+  switch (outcome.kind) {
+    // Under `attested`, a missing or unvouched certificate is a refusal like any other (403/2003).
+    case 'not_attested':
+      return errors.forbidden(ATTESTATION_MESSAGES[outcome.refusal]);
+    case 'not_allowed':
+      return errors.forbidden('Serial number is not on the registration allowlist');
+    case 'other_operator':
+      return errors.forbidden(
+        "The charger is in another operator's site: that operator must move it before this group can enrol it",
+      );
+    case 'already_registered':
+      return errors.conflict('Serial number is already registered; an operator must reset the device first');
+  }
+}
 
 export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
   const deviceId = (request: FastifyRequest): string => request.device!.deviceId;
@@ -54,32 +73,11 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       handler: async ({ body, request, reply }) => {
         // Refusals count per serial and address (DESIGN.md §18), so nobody can keep a charger from registering.
         const attempt = await beginCredentialAttempt(ctx, 'registerFailures', body.sn, request.ip, reply);
-        // Under `attested`, a missing or unvouched certificate is a refusal like any other (403/2003).
-        const policy = await registrationPolicy(ctx, body.sn, request.raw.socket).catch(
-          async (err: unknown) => {
-            await attempt.failed();
-            throw err;
-          },
-        );
-        const outcome = await ctx.store.registerDevice(body, policy);
-        if (outcome.kind === 'not_allowed') {
+        const outcome = await ctx.registration.register(body, presentedChain(request.raw.socket));
+        if (outcome.kind !== 'registered') {
           await attempt.failed();
-          throw errors.forbidden('Serial number is not on the registration allowlist');
+          throw registrationRefused(outcome);
         }
-        if (outcome.kind === 'other_operator') {
-          await attempt.failed();
-          throw errors.forbidden(
-            "The charger is in another operator's site: that operator must move it before this group can enrol it",
-          );
-        }
-        if (outcome.kind === 'already_registered') {
-          await attempt.failed();
-          throw errors.conflict(
-            'Serial number is already registered; an operator must reset the device first',
-          );
-        }
-        await ctx.directory.refreshDevice(outcome.device.device_id);
-        ctx.webhooks.deviceRegistered(outcome.device, ctx.now());
         return {
           device_id: outcome.device.device_id,
           device_secret: outcome.secret,

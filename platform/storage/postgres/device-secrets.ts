@@ -1,7 +1,5 @@
-import { newSecret } from '../../domain/ids.js';
 import { type StoredRotation, storedRotationAnswer } from '../device-secret-rows.js';
-import type { PlatformKeys } from '../platform-keys.js';
-import type { DeviceSecretRepository, SecretRotationOutcome } from '../store.js';
+import type { DeviceSecretRepository, StoredRotationOutcome } from '../store.js';
 import { notifyDirectoryChange, type PgDatabase } from './database.js';
 
 /**
@@ -10,11 +8,11 @@ import { notifyDirectoryChange, type PgDatabase } from './database.js';
  * secret; a promotion is one conditional `UPDATE`. Each change is announced to the other instances' principal
  * directories (`NOTIFY`), which need the pending secret's age to revoke the old generation on time.
  */
-export function createPgDeviceSecrets(deps: { db: PgDatabase; keys: PlatformKeys }): DeviceSecretRepository {
-  const { db, keys } = deps;
+export function createPgDeviceSecrets(deps: { db: PgDatabase }): DeviceSecretRepository {
+  const { db } = deps;
   return {
-    rotateSecret(deviceId, nowMs, graceMs) {
-      return db.tx(async (sql): Promise<SecretRotationOutcome | undefined> => {
+    rotateSecret(deviceId, nowMs, graceMs, freshSealed) {
+      return db.tx(async (sql): Promise<StoredRotationOutcome | undefined> => {
         const row = (
           await sql.query<StoredRotation>(
             `SELECT pending_secret_sealed, pending_since_ms FROM devices
@@ -23,15 +21,14 @@ export function createPgDeviceSecrets(deps: { db: PgDatabase; keys: PlatformKeys
           )
         )[0];
         if (!row) return undefined;
-        const stored = storedRotationAnswer(row, nowMs, graceMs, keys);
+        const stored = storedRotationAnswer(row, nowMs, graceMs);
         if (stored !== 'create') return stored;
-        const secret = newSecret();
         await sql.query(
           'UPDATE devices SET pending_secret_sealed = $1, pending_since_ms = $2 WHERE device_id = $3',
-          [keys.sealSecret(secret), nowMs, deviceId],
+          [freshSealed, nowMs, deviceId],
         );
         await notifyDirectoryChange(sql);
-        return { kind: 'pending', secret, pending_since_ms: nowMs, created: true };
+        return { kind: 'pending', secret_sealed: freshSealed, pending_since_ms: nowMs, created: true };
       });
     },
     promotePendingSecret(deviceId, pendingSealed) {

@@ -1,11 +1,10 @@
-import { newId, newSecret } from '../../domain/ids.js';
-import { decideRegistration } from '../../domain/registration.js';
-import type { PlatformKeys } from '../platform-keys.js';
+import { newId } from '../../domain/ids.js';
 import type {
   DeviceRepository,
   DeviceRow,
   RegisterInput,
-  RegistrationOutcome,
+  RegistrationWrite,
+  StoredRegistration,
   TargetedDevice,
 } from '../store.js';
 import type { PgChargingRecords } from './charging-records.js';
@@ -19,18 +18,13 @@ const D_DEVICE_COLUMNS = DEVICE_COLUMNS.split(',')
   .map((c) => `d.${c.trim()}`)
   .join(', ');
 
-type RegistrationPolicy = Parameters<DeviceRepository['registerDevice']>[1];
-
 /** Chargers: registration, tenancy and sites, on PostgreSQL (their secrets' rotation: device-secrets.ts). */
 export function createPgDevices(deps: {
   db: PgDatabase;
-  keys: PlatformKeys;
   now: () => number;
   records: PgChargingRecords;
 }): DeviceRepository {
-  const { db, keys, now, records } = deps;
-  const register = (sql: Sql, input: RegisterInput, policy: RegistrationPolicy) =>
-    registerIn(sql, input, policy, { keys, now });
+  const { db, now, records } = deps;
 
   return {
     async allowSerial(sn) {
@@ -39,8 +33,8 @@ export function createPgDevices(deps: {
         [sn, now()],
       );
     },
-    registerDevice(input, policy) {
-      return db.tx((sql) => register(sql, input, policy));
+    registerDevice(input, write) {
+      return db.tx((sql) => registerIn(sql, input, write, now));
     },
     async getDevice(deviceId) {
       const rows = await db.query<DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE device_id = $1`, [
@@ -128,12 +122,10 @@ export function createPgDevices(deps: {
 async function registerIn(
   sql: Sql,
   input: RegisterInput,
-  policy: RegistrationPolicy,
-  deps: { keys: PlatformKeys; now: () => number },
-): Promise<RegistrationOutcome> {
-  const allowed =
-    policy.registration !== 'allowlist' ||
-    (await sql.query('SELECT 1 FROM allowed_serials WHERE sn = $1', [input.sn])).length > 0;
+  write: RegistrationWrite,
+  now: () => number,
+): Promise<StoredRegistration> {
+  const allowed = (await sql.query('SELECT 1 FROM allowed_serials WHERE sn = $1', [input.sn])).length > 0;
   for (;;) {
     const existing = (
       await sql.query<{ device_id: string; registered: boolean; site_operator_id: string | null }>(
@@ -143,33 +135,27 @@ async function registerIn(
         [input.sn],
       )
     )[0];
-    const decision = decideRegistration({
-      policy: policy.registration,
+    const decision = write.decide({
       allowed,
-      attested: policy.enrolment !== undefined,
-      groupOperatorId: policy.enrolment?.operator_id,
       existing: existing && { registered: existing.registered, operatorId: existing.site_operator_id },
     });
     if (decision !== 'register_new' && decision !== 'register_again') return { kind: decision };
-    const secret = newSecret();
-    const sealed = deps.keys.sealSecret(secret);
     const device =
       decision === 'register_again' && existing
-        ? await registerAgain(sql, existing.device_id, input, policy, sealed, deps.now())
-        : await insertDevice(sql, input, policy, sealed, deps.now());
+        ? await registerAgain(sql, existing.device_id, input, write, now())
+        : await insertDevice(sql, input, write, now());
     // Another instance registered the serial between our read and insert: decide again on its row.
     if (!device) continue;
     await declareConnectors(sql, device.device_id, input.connectors ?? []);
     await notifyDirectoryChange(sql);
-    return { kind: 'registered', device, secret };
+    return { kind: 'registered', device };
   }
 }
 
 async function insertDevice(
   sql: Sql,
   input: RegisterInput,
-  policy: RegistrationPolicy,
-  sealed: string,
+  write: RegistrationWrite,
   t: number,
 ): Promise<DeviceRow | undefined> {
   const rows = await sql.query<DeviceRow>(
@@ -183,8 +169,8 @@ async function insertDevice(
       input.manufacturer,
       input.firmware_version,
       input.mac ?? null,
-      policy.defaultSiteId ?? null,
-      sealed,
+      write.defaultSiteId ?? null,
+      write.secretSealed,
       t,
     ],
   );
@@ -196,8 +182,7 @@ async function registerAgain(
   sql: Sql,
   deviceId: string,
   input: RegisterInput,
-  policy: RegistrationPolicy,
-  sealed: string,
+  write: RegistrationWrite,
   t: number,
 ): Promise<DeviceRow | undefined> {
   const rows = await sql.query<DeviceRow>(
@@ -210,9 +195,9 @@ async function registerAgain(
       input.manufacturer,
       input.firmware_version,
       input.mac ?? null,
-      sealed,
+      write.secretSealed,
       t,
-      policy.defaultSiteId ?? null,
+      write.defaultSiteId ?? null,
       deviceId,
     ],
   );

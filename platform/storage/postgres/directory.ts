@@ -1,14 +1,13 @@
 import type { Scope } from '../../../shared/index.js';
-import { newId, newSecret } from '../../domain/ids.js';
-import type { ClientEntry, DeviceEntry } from '../../services/principal-directory.js';
-import type { PlatformKeys } from '../platform-keys.js';
+import { newId } from '../../domain/ids.js';
+import type { ClientEntry, DeviceEntry } from '../directory-rows.js';
 import type {
-  ClientRotation,
   ClientRow,
   ClientSummary,
   OperatorDirectory,
   OperatorRow,
   SiteRow,
+  StoredClientRotation,
 } from '../store.js';
 import { notifyDirectoryChange, type PgDatabase } from './database.js';
 
@@ -26,7 +25,6 @@ const CLIENT_ENTRY_COLUMNS =
 /** Operators, sites and clients, the principal directory's rows, and settings, on PostgreSQL. */
 export function createPgDirectory(
   db: PgDatabase,
-  keys: PlatformKeys,
   now: () => number,
 ): Omit<OperatorDirectory, 'externalChangeVersion'> {
   const operatorsOfClient = async (clientId: string): Promise<string[]> =>
@@ -79,15 +77,13 @@ export function createPgDirectory(
       const rows = await db.query<SiteRow>(`SELECT ${SITE_COLUMNS} FROM sites WHERE site_id = $1`, [siteId]);
       return rows[0];
     },
-    async createClient({ operator_ids, scopes }) {
-      const secret = newSecret();
+    async createClient({ operator_ids, scopes, secret_sealed }) {
       const client_id = newId('cli');
-      const sealed = keys.sealSecret(secret);
       const ops = [...new Set(operator_ids)];
       await db.tx(async (sql) => {
         await sql.query(
           'INSERT INTO clients (client_id, secret_sealed, scopes, created_ms) VALUES ($1, $2, $3, $4)',
-          [client_id, sealed, scopes.join(','), now()],
+          [client_id, secret_sealed, scopes.join(','), now()],
         );
         await sql.query(
           'INSERT INTO client_operators (client_id, operator_id) SELECT $1, unnest($2::text[])',
@@ -97,7 +93,7 @@ export function createPgDirectory(
       });
       const client: ClientRow = {
         client_id,
-        secret_sealed: sealed,
+        secret_sealed,
         scopes,
         operator_ids: ops,
         status: 'active',
@@ -105,7 +101,7 @@ export function createPgDirectory(
         previous_secret_sealed: null,
         previous_secret_until_ms: null,
       };
-      return { client, secret };
+      return client;
     },
     async getClient(clientId) {
       const rows = await db.query<RawClient>(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE client_id = $1`, [
@@ -157,15 +153,14 @@ export function createPgDirectory(
         return 'revoked';
       });
     },
-    async rotateClientSecret(clientId, graceMs) {
-      const secret = newSecret();
+    async rotateClientSecret(clientId, graceMs, secretSealed) {
       const until = graceMs > 0 ? now() + graceMs : null;
-      return db.tx(async (sql): Promise<ClientRotation> => {
+      return db.tx(async (sql): Promise<StoredClientRotation> => {
         const rows = await sql.query<{ secret_gen: number }>(
           `UPDATE clients SET previous_secret_sealed = CASE WHEN $3::bigint IS NULL THEN NULL ELSE secret_sealed END,
              previous_secret_until_ms = $3, secret_sealed = $2, secret_gen = secret_gen + 1
            WHERE client_id = $1 AND status = 'active' RETURNING secret_gen`,
-          [clientId, keys.sealSecret(secret), until],
+          [clientId, secretSealed, until],
         );
         const row = rows[0];
         if (!row) {
@@ -173,7 +168,7 @@ export function createPgDirectory(
           return { outcome: known.length > 0 ? 'revoked' : 'unknown' };
         }
         await notifyDirectoryChange(sql);
-        return { outcome: 'rotated', secret, secret_gen: row.secret_gen };
+        return { outcome: 'rotated', secret_gen: row.secret_gen };
       });
     },
     async loadDirectory() {

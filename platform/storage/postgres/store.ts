@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import type { PlatformKeys } from '../platform-keys.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
 import type { Store } from '../store.js';
 import { createPgChargingRecords } from './charging-records.js';
@@ -48,7 +47,6 @@ export interface PostgresStoreOptions {
  */
 export async function createPostgresStore(
   url: string,
-  keys: PlatformKeys,
   now: () => number = Date.now,
   options: PostgresStoreOptions = {},
 ): Promise<Store> {
@@ -60,9 +58,9 @@ export async function createPostgresStore(
     (policy.telemetryDays || KEEP_FOREVER_PARTITION_DAYS) + 1,
   );
   const records = createPgChargingRecords(db);
-  const directory = createPgDirectory(db, keys, now);
-  const devices = createPgDevices({ db, keys, now, records });
-  const deviceSecrets = createPgDeviceSecrets({ db, keys });
+  const directory = createPgDirectory(db, now);
+  const devices = createPgDevices({ db, now, records });
+  const deviceSecrets = createPgDeviceSecrets({ db });
   const telemetry = createPgTelemetry(db, partitions);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);

@@ -1,19 +1,14 @@
 import type Database from 'better-sqlite3';
-import { newSecret } from '../../domain/ids.js';
 import { type StoredRotation, storedRotationAnswer } from '../device-secret-rows.js';
-import type { PlatformKeys } from '../platform-keys.js';
-import type { DeviceSecretRepository, SecretRotationOutcome } from '../store.js';
+import type { DeviceSecretRepository, StoredRotationOutcome } from '../store.js';
 
 /**
  * Two-phase rotation of device secrets (domain/secret-rotation.ts). Each call reads, decides and writes in one
  * immediate transaction. A promotion copies the pending secret's sealed text as it is, so that a promotion
  * that raced another one recognises its secret as the current one.
  */
-export function createSqliteDeviceSecrets(deps: {
-  db: Database.Database;
-  keys: PlatformKeys;
-}): DeviceSecretRepository {
-  const { db, keys } = deps;
+export function createSqliteDeviceSecrets(deps: { db: Database.Database }): DeviceSecretRepository {
+  const { db } = deps;
   const stmt = {
     rotation: db.prepare(
       'SELECT pending_secret_sealed, pending_since_ms FROM devices WHERE device_id = ? AND registered = 1',
@@ -37,16 +32,15 @@ export function createSqliteDeviceSecrets(deps: {
   };
 
   return {
-    async rotateSecret(deviceId, nowMs, graceMs) {
+    async rotateSecret(deviceId, nowMs, graceMs, freshSealed) {
       return db
-        .transaction((): SecretRotationOutcome | undefined => {
+        .transaction((): StoredRotationOutcome | undefined => {
           const row = stmt.rotation.get(deviceId) as StoredRotation | undefined;
           if (!row) return undefined;
-          const stored = storedRotationAnswer(row, nowMs, graceMs, keys);
+          const stored = storedRotationAnswer(row, nowMs, graceMs);
           if (stored !== 'create') return stored;
-          const secret = newSecret();
-          stmt.setPending.run(keys.sealSecret(secret), nowMs, deviceId);
-          return { kind: 'pending', secret, pending_since_ms: nowMs, created: true };
+          stmt.setPending.run(freshSealed, nowMs, deviceId);
+          return { kind: 'pending', secret_sealed: freshSealed, pending_since_ms: nowMs, created: true };
         })
         .immediate();
     },

@@ -1,8 +1,6 @@
 import type Database from 'better-sqlite3';
-import { newId, newSecret } from '../../domain/ids.js';
-import { decideRegistration } from '../../domain/registration.js';
-import type { PlatformKeys } from '../platform-keys.js';
-import type { DeviceRepository, RegistrationOutcome, TargetedDevice } from '../store.js';
+import { newId } from '../../domain/ids.js';
+import type { DeviceRepository, StoredRegistration, TargetedDevice } from '../store.js';
 import type { SqliteChargingRecords } from './charging-records.js';
 import { placeholders, type StatementCache } from './database.js';
 import { type RawDevice, toDevice } from './rows.js';
@@ -10,13 +8,12 @@ import { type RawDevice, toDevice } from './rows.js';
 /** Chargers: registration, tenancy and sites (their secrets' rotation: device-secrets.ts). */
 export function createSqliteDevices(deps: {
   db: Database.Database;
-  keys: PlatformKeys;
   now: () => number;
   prepared: StatementCache;
   records: SqliteChargingRecords;
   noteLocalChange: () => void;
 }): DeviceRepository {
-  const { db, keys, now, prepared, records } = deps;
+  const { db, now, prepared, records } = deps;
   const stmt = {
     allowSerial: db.prepare('INSERT OR IGNORE INTO allowed_serials (sn, created_ms) VALUES (?, ?)'),
     isAllowed: db.prepare('SELECT 1 FROM allowed_serials WHERE sn = ?'),
@@ -55,25 +52,20 @@ export function createSqliteDevices(deps: {
     async allowSerial(sn) {
       stmt.allowSerial.run(sn, now());
     },
-    async registerDevice(input, policy) {
+    async registerDevice(input, write) {
       return db
-        .transaction((): RegistrationOutcome => {
+        .transaction((): StoredRegistration => {
           const existing = stmt.deviceBySn.get(input.sn) as
             | (RawDevice & { site_operator_id: string | null })
             | undefined;
-          const decision = decideRegistration({
-            policy: policy.registration,
-            allowed: policy.registration !== 'allowlist' || stmt.isAllowed.get(input.sn) !== undefined,
-            attested: policy.enrolment !== undefined,
-            groupOperatorId: policy.enrolment?.operator_id,
+          const decision = write.decide({
+            allowed: stmt.isAllowed.get(input.sn) !== undefined,
             existing: existing && {
               registered: existing.registered === 1,
               operatorId: existing.site_operator_id,
             },
           });
           if (decision !== 'register_new' && decision !== 'register_again') return { kind: decision };
-          const secret = newSecret();
-          const sealed = keys.sealSecret(secret);
           const t = now();
           let deviceId: string;
           if (decision === 'register_again' && existing) {
@@ -83,9 +75,9 @@ export function createSqliteDevices(deps: {
               input.manufacturer,
               input.firmware_version,
               input.mac ?? null,
-              sealed,
+              write.secretSealed,
               t,
-              policy.defaultSiteId ?? null,
+              write.defaultSiteId ?? null,
               deviceId,
             );
           } else {
@@ -97,8 +89,8 @@ export function createSqliteDevices(deps: {
               input.manufacturer,
               input.firmware_version,
               input.mac ?? null,
-              policy.defaultSiteId ?? null,
-              sealed,
+              write.defaultSiteId ?? null,
+              write.secretSealed,
               t,
             );
           }
@@ -110,8 +102,7 @@ export function createSqliteDevices(deps: {
               c.v2g_capable ? 1 : 0,
             );
           }
-          const device = toDevice(stmt.getDevice.get(deviceId) as RawDevice);
-          return { kind: 'registered', device, secret };
+          return { kind: 'registered', device: toDevice(stmt.getDevice.get(deviceId) as RawDevice) };
         })
         .immediate();
     },

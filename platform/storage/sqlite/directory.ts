@@ -1,15 +1,14 @@
 import type Database from 'better-sqlite3';
 import type { Scope } from '../../../shared/index.js';
-import { newId, newSecret } from '../../domain/ids.js';
-import type { ClientEntry } from '../../services/principal-directory.js';
-import type { PlatformKeys } from '../platform-keys.js';
+import { newId } from '../../domain/ids.js';
+import type { ClientEntry } from '../directory-rows.js';
 import type {
-  ClientRotation,
   ClientRow,
   ClientSummary,
   OperatorDirectory,
   OperatorRow,
   SiteRow,
+  StoredClientRotation,
 } from '../store.js';
 import { placeholders, type StatementCache } from './database.js';
 import { DIRECTORY_DEVICE_SQL, type RawDeviceEntry, toDeviceEntry } from './rows.js';
@@ -26,12 +25,7 @@ const toClientEntry = (c: RawClientEntry, operator_ids: string[]): ClientEntry =
 });
 
 /** Operators, sites and clients, the principal directory's rows, and settings. */
-export function createSqliteDirectory(
-  db: Database.Database,
-  keys: PlatformKeys,
-  now: () => number,
-  prepared: StatementCache,
-) {
+export function createSqliteDirectory(db: Database.Database, now: () => number, prepared: StatementCache) {
   const stmt = {
     insertOperator: db.prepare('INSERT INTO operators (operator_id, name, created_ms) VALUES (?, ?, ?)'),
     listOperators: db.prepare('SELECT operator_id, name FROM operators ORDER BY created_ms, operator_id'),
@@ -121,27 +115,22 @@ export function createSqliteDirectory(
     async getSite(siteId) {
       return stmt.getSite.get(siteId) as SiteRow | undefined;
     },
-    async createClient({ operator_ids, scopes }) {
+    async createClient({ operator_ids, scopes, secret_sealed }) {
       localChanges++;
-      const secret = newSecret();
       const client_id = newId('cli');
-      const sealed = keys.sealSecret(secret);
       db.transaction(() => {
-        stmt.insertClient.run(client_id, sealed, scopes.join(','), now());
+        stmt.insertClient.run(client_id, secret_sealed, scopes.join(','), now());
         for (const op of new Set(operator_ids)) stmt.insertClientOperator.run(client_id, op);
       }).immediate();
       return {
-        client: {
-          client_id,
-          secret_sealed: sealed,
-          scopes,
-          operator_ids: [...new Set(operator_ids)],
-          status: 'active',
-          secret_gen: 1,
-          previous_secret_sealed: null,
-          previous_secret_until_ms: null,
-        },
-        secret,
+        client_id,
+        secret_sealed,
+        scopes,
+        operator_ids: [...new Set(operator_ids)],
+        status: 'active',
+        secret_gen: 1,
+        previous_secret_sealed: null,
+        previous_secret_until_ms: null,
       };
     },
     async getClient(clientId) {
@@ -172,18 +161,15 @@ export function createSqliteDirectory(
         })
         .immediate();
     },
-    async rotateClientSecret(clientId, graceMs) {
+    async rotateClientSecret(clientId, graceMs, secretSealed) {
       localChanges++;
-      const secret = newSecret();
       const until = graceMs > 0 ? now() + graceMs : null;
       return db
-        .transaction((): ClientRotation => {
-          const row = stmt.rotateClientSecret.get({
-            client_id: clientId,
-            sealed: keys.sealSecret(secret),
-            until,
-          }) as { secret_gen: number } | undefined;
-          if (row) return { outcome: 'rotated', secret, secret_gen: row.secret_gen };
+        .transaction((): StoredClientRotation => {
+          const row = stmt.rotateClientSecret.get({ client_id: clientId, sealed: secretSealed, until }) as
+            | { secret_gen: number }
+            | undefined;
+          if (row) return { outcome: 'rotated', secret_gen: row.secret_gen };
           return { outcome: stmt.getClient.get(clientId) ? 'revoked' : 'unknown' };
         })
         .immediate();

@@ -1,5 +1,5 @@
 import type { CommandName, CommandStatus, TelemetryRecord } from '../../../shared/index.js';
-import type { DeviceEntry } from '../../services/principal-directory.js';
+import type { DeviceEntry } from '../directory-rows.js';
 import type { CommandRow, ConnectorRow, ControlRow, DeviceRow } from '../store.js';
 
 /** Rows as SQLite returns them, and what the repositories make of them. */

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import { bucketsInOrder } from '../../domain/energy.js';
 import { sumRollups } from '../../domain/energy-rollup.js';
-import type { PlatformKeys } from '../platform-keys.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
 import type { EnergyBucketRow, ExclusiveJob, Store } from '../store.js';
 import { createSqliteChargingRecords } from './charging-records.js';
@@ -60,7 +59,6 @@ export const COMMIT_INTERVAL_MS = 2;
  */
 export function createSqliteStore(
   dataDir: string,
-  keys: PlatformKeys,
   now: () => number = Date.now,
   options: SqliteStoreOptions = {},
 ): Store {
@@ -80,9 +78,9 @@ export function createSqliteStore(
     : createInlineReader(db);
 
   const records = createSqliteChargingRecords(db, reader);
-  const { directory, noteLocalChange } = createSqliteDirectory(db, keys, now, prepared);
-  const devices = createSqliteDevices({ db, keys, now, prepared, records, noteLocalChange });
-  const deviceSecrets = createSqliteDeviceSecrets({ db, keys });
+  const { directory, noteLocalChange } = createSqliteDirectory(db, now, prepared);
+  const devices = createSqliteDevices({ db, now, prepared, records, noteLocalChange });
+  const deviceSecrets = createSqliteDeviceSecrets({ db });
   const telemetry = createSqliteTelemetry(db, batcher, prepared);
   const commands = createSqliteCommands(db, reader);
   const history = createSqliteDeviceHistory(db);

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadOrCreatePlatformKeys } from '../../../platform/storage/platform-keys.js';
 import { createSqliteStore, DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
+import { registerOnStore } from '../../helpers/sealed-writes.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
@@ -14,7 +14,7 @@ describe("connectors' live state", () => {
   let dir: string;
   const open: Store[] = [];
   const store = () => {
-    const s = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+    const s = createSqliteStore(dir);
     open.push(s);
     return s;
   };
@@ -36,7 +36,8 @@ describe("connectors' live state", () => {
 
   it('reads current at once, reaches the table later, and survives a crash before it did', async () => {
     const a = store();
-    const reg = await a.registerDevice(
+    const reg = await registerOnStore(
+      a,
       {
         sn: 'SN-LIVE',
         model: 'M',
@@ -78,7 +79,8 @@ describe("connectors' live state", () => {
 
   it('does not let a late, older record hide the state already written out', async () => {
     const a = store();
-    const reg = await a.registerDevice(
+    const reg = await registerOnStore(
+      a,
       { sn: 'SN-LATE', model: 'M', manufacturer: 'A', firmware_version: '1' },
       { registration: 'open' },
     );
@@ -111,7 +113,8 @@ describe("connectors' live state", () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
       const s = store();
-      const reg = await s.registerDevice(
+      const reg = await registerOnStore(
+        s,
         { sn: 'SN-TICK', model: 'M', manufacturer: 'A', firmware_version: '1' },
         { registration: 'open' },
       );

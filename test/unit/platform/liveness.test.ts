@@ -4,9 +4,9 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { seenStateOfRow } from '../../../platform/domain/liveness-rule.js';
 import { createLiveness, PERSIST_CHUNK, PERSIST_STALENESS_MS } from '../../../platform/services/liveness.js';
-import { loadOrCreatePlatformKeys } from '../../../platform/storage/platform-keys.js';
 import { createSqliteStore } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
+import { registerOnStore } from '../../helpers/sealed-writes.js';
 
 describe('liveness persistence', () => {
   let t = 1_000_000;
@@ -18,7 +18,7 @@ describe('liveness persistence', () => {
     // Only the liveness's own tick is faked: the store commits on real timers.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     dir = mkdtempSync(path.join(tmpdir(), 'liveness-'));
-    store = createSqliteStore(dir, loadOrCreatePlatformKeys(dir));
+    store = createSqliteStore(dir);
     writes = [];
     const touch = store.touchDevices.bind(store);
     vi.spyOn(store, 'touchDevices').mockImplementation((seen) => {
@@ -33,7 +33,8 @@ describe('liveness persistence', () => {
   });
 
   const register = async (sn: string) => {
-    const reg = await store.registerDevice(
+    const reg = await registerOnStore(
+      store,
       { sn, model: 'M', manufacturer: 'A', firmware_version: '1' },
       { registration: 'open' },
     );
