@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isOnline, seenStateOfRow } from '../../platform/domain/liveness-rule.js';
+import { createPostgresStore } from '../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
-import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { DeviceRow, RegisterInput, Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';

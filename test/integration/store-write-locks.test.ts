@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSqliteStore } from '../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
-import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
+import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 
 /**

@@ -6,9 +6,10 @@ import {
   sumRollups,
   touchedRollupRuns,
 } from '../../domain/energy-rollup.js';
+import { TELEMETRY_PRUNED_THROUGH_SETTING } from '../retention-policy.js';
 import type { EnergyBucketRow } from '../store.js';
 import type { PgDatabase, Sql } from './database.js';
-import { TELEMETRY_PRUNED_THROUGH_SETTING } from './retention.js';
+import type { RollupGate, RollupWatermark } from './rollup-watermark.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
@@ -18,7 +19,7 @@ import { TELEMETRY_PRUNED_THROUGH_SETTING } from './retention.js';
  * `(txid, id)` order, a chunk per transaction. The watermark `(txid, id)` is stored with the rollup writes:
  * rollups reflect exactly the rows at or below it, so a recompute of late data reads only those.
  */
-export interface PgEnergyRollups {
+export interface PgEnergyRollups extends RollupGate {
   /** Rolls up every committed telemetry row; concurrent calls share one pass. */
   catchUp(): Promise<void>;
   /** Rows not rolled up yet, as of the last pass (for /metrics). */
@@ -32,19 +33,6 @@ export interface PgEnergyRollups {
     endMs: number,
     intervalMs: number,
   ): Promise<EnergyBucketRow[]>;
-  /** The stored watermark: telemetry rows at or below it are rolled up. */
-  watermark(): Promise<RollupWatermark>;
-  /**
-   * Inside a transaction: waits for a running chunk of any instance and holds off the next until the
-   * transaction ends, so that the watermark returned cannot move meanwhile (retention deletes under it).
-   */
-  holdPasses(sql: Sql): Promise<RollupWatermark>;
-}
-
-/** A telemetry row's position in commit order: its transaction id (XID8, as text) and its id. */
-export interface RollupWatermark {
-  txid: string;
-  id: number;
 }
 
 const WATERMARK_SETTING = 'energy_rollups_up_to';

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createSqliteStore } from '../../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../../platform/storage/platform-keys.js';
-import { createSqliteStore, DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
+import { DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
