@@ -18,6 +18,13 @@ export interface SqliteRetention extends RetentionSteps {
   telemetryHorizonMs(): number;
 }
 
+/** What a chunk of a walk in rowid order did: rows deleted, whether to go on, and from which rowid. */
+interface Chunk {
+  more: boolean;
+  deleted: number;
+  next: number;
+}
+
 const FINISHED_COMMANDS = `('succeeded', 'failed', 'rejected', 'expired', 'cancelled')`;
 
 export function createSqliteRetention(
@@ -67,7 +74,7 @@ export function createSqliteRetention(
   );
 
   /** One chunk of rows in arrival order from `cursor`: how many it deleted, and where the next starts. */
-  const telemetryChunk = (cursor: number, before: number) => {
+  const telemetryChunk = (cursor: number, before: number): Chunk => {
     let through = prunedThroughMs;
     let deleted = 0;
     let next = cursor;
@@ -99,7 +106,7 @@ export function createSqliteRetention(
   };
 
   /** One chunk of commands in creation (rowid) order from `cursor`. */
-  const commandsChunk = (cursor: number, before: number) => {
+  const commandsChunk = (cursor: number, before: number): Chunk => {
     let deleted = 0;
     let next = cursor;
     const rows = stmt.commandsChunk.all(cursor, BATCH) as Array<{
@@ -122,19 +129,26 @@ export function createSqliteRetention(
     return { more: rows.length === BATCH, deleted, next };
   };
 
+  /** Runs `chunk` from the start of its table, a write each, until it says there is no more. */
+  const inChunks = async (chunk: (cursor: number) => Chunk, deleted: (rows: number) => void) => {
+    for (let cursor = 0, more = true; more; ) {
+      const out = await write(() => chunk(cursor));
+      deleted(out.deleted);
+      ({ more, next: cursor } = out);
+    }
+  };
+
   return {
     // One process serves a SQLite file: a pass never has to wait for another instance's.
     alone: async (pass) => {
       await pass();
       return true;
     },
-    async pruneTelemetry(before, count) {
-      for (let cursor = 0, more = true; more; ) {
-        const out = await write(() => telemetryChunk(cursor, before));
-        count('telemetry', out.deleted);
-        ({ more, next: cursor } = out);
-      }
-    },
+    pruneTelemetry: (before, count) =>
+      inChunks(
+        (cursor) => telemetryChunk(cursor, before),
+        (n) => count('telemetry', n),
+      ),
     async devicesAfter(after, limit) {
       return stmt.devices.all(after, limit) as string[];
     },
@@ -143,13 +157,11 @@ export function createSqliteRetention(
         events: stmt.deleteEvents.run(id, before).changes,
         firmware: stmt.deleteFirmware.run(id, before).changes,
       })),
-    async pruneCommands(before, count) {
-      for (let cursor = 0, more = true; more; ) {
-        const out = await write(() => commandsChunk(cursor, before));
-        count('commands', out.deleted);
-        ({ more, next: cursor } = out);
-      }
-    },
+    pruneCommands: (before, count) =>
+      inChunks(
+        (cursor) => commandsChunk(cursor, before),
+        (n) => count('commands', n),
+      ),
     pruneControls: (before) => write(() => stmt.deleteControls.run(before).changes),
     pruneRollups: (id, before) => write(() => stmt.deleteRollups.run(id, before).changes),
     telemetryHorizonMs() {
