@@ -1,4 +1,4 @@
-import type { RetentionSteps } from '../maintenance-steps.js';
+import type { CountPruned, RetentionSteps } from '../maintenance-steps.js';
 import { RETENTION_BATCH as BATCH, TELEMETRY_PRUNED_THROUGH_SETTING } from '../retention-policy.js';
 import type { PgDatabase, Sql } from './database.js';
 import { whileHoldingLock } from './exclusive-jobs.js';
@@ -49,6 +49,26 @@ export function createPgRetention(
   partitions: TelemetryPartitions,
   rollups: RollupGate,
 ): PgRetention {
+  const telemetry = createTelemetryPruning(db, partitions, rollups);
+  return {
+    alone: async (pass) =>
+      (
+        await whileHoldingLock(db, RETENTION_LOCK, async () => {
+          await telemetry.loadHorizon();
+          await pass();
+        })
+      ).ran,
+    pruneTelemetry: telemetry.prune,
+    telemetryHorizonMs: telemetry.horizonMs,
+    ...historySteps(db),
+  };
+}
+
+/**
+ * Raw telemetry's pruning: whole day partitions, and `telemetry_default` in batches; and the horizon it
+ * leaves (also loaded from what another instance pruned).
+ */
+function createTelemetryPruning(db: PgDatabase, partitions: TelemetryPartitions, rollups: RollupGate) {
   let prunedThroughMs = Number.NEGATIVE_INFINITY;
   const noteHorizon = (newestMs: number | null) => {
     if (newestMs !== null && newestMs > prunedThroughMs) prunedThroughMs = newestMs;
@@ -108,14 +128,9 @@ export function createPgRetention(
   };
 
   return {
-    alone: async (pass) =>
-      (
-        await whileHoldingLock(db, RETENTION_LOCK, async () => {
-          await loadHorizon();
-          await pass();
-        })
-      ).ran,
-    async pruneTelemetry(before, count) {
+    loadHorizon,
+    horizonMs: () => prunedThroughMs,
+    async prune(before: number, count: CountPruned) {
       for (const p of await partitions.list()) {
         // Oldest first: the first day that has not ended more than the window ago stops the walk.
         if (p.fromMs + DAY_MS >= before) break;
@@ -127,6 +142,12 @@ export function createPgRetention(
         if (n < BATCH) return;
       }
     },
+  };
+}
+
+/** The steps of history and rollups: statements on `db`, a batch each. */
+function historySteps(db: PgDatabase): Omit<RetentionSteps, 'alone' | 'pruneTelemetry'> {
+  return {
     async devicesAfter(after, limit) {
       const rows = await db.query<{ device_id: string }>(
         'SELECT device_id FROM devices WHERE device_id > $1 ORDER BY device_id LIMIT $2',
@@ -185,9 +206,6 @@ export function createPgRetention(
          SELECT count(*) AS n FROM d`,
         [id, before],
       ),
-    telemetryHorizonMs() {
-      return prunedThroughMs;
-    },
   };
 }
 

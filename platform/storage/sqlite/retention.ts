@@ -33,38 +33,7 @@ export function createSqliteRetention(
   /** Telemetry rows above this id are not rolled up yet: never pruned before they are. */
   rolledUpTo: () => number,
 ): SqliteRetention {
-  const stmt = {
-    telemetryChunk: db.prepare(
-      'SELECT id, ts_ms, received_ms FROM telemetry WHERE id > ? ORDER BY id LIMIT ?',
-    ),
-    maxTelemetryId: db.prepare('SELECT MAX(id) FROM telemetry').pluck(),
-    deleteTelemetry: db.prepare('DELETE FROM telemetry WHERE id = ?'),
-    devices: db
-      .prepare('SELECT device_id FROM devices WHERE device_id > ? ORDER BY device_id LIMIT ?')
-      .pluck(),
-    deleteEvents: db.prepare(
-      `DELETE FROM device_events WHERE rowid IN
-         (SELECT rowid FROM device_events WHERE device_id = ? AND ts_ms < ? LIMIT ${BATCH})`,
-    ),
-    deleteFirmware: db.prepare(
-      `DELETE FROM firmware_status WHERE id IN
-         (SELECT id FROM firmware_status WHERE device_id = ? AND ts_ms < ? LIMIT ${BATCH})`,
-    ),
-    deleteRollups: db.prepare(
-      `DELETE FROM energy_rollups WHERE (device_id, bucket_ms, connector_id) IN
-         (SELECT device_id, bucket_ms, connector_id FROM energy_rollups WHERE device_id = ? AND bucket_ms < ?
-          LIMIT ${BATCH})`,
-    ),
-    commandsChunk: db.prepare(
-      'SELECT rowid AS rowid, command_id, status, created_ms, updated_ms FROM commands WHERE rowid > ? ORDER BY rowid LIMIT ?',
-    ),
-    deleteCommand: db.prepare('DELETE FROM commands WHERE command_id = ?'),
-    deleteCommandHistory: db.prepare('DELETE FROM command_history WHERE command_id = ?'),
-    deleteControls: db.prepare(
-      `DELETE FROM controls WHERE rowid IN
-         (SELECT rowid FROM controls WHERE status <> 'executing' AND ends_ms < ? LIMIT ${BATCH})`,
-    ),
-  };
+  const stmt = retentionStatements(db);
   const prunedThrough = db.prepare('SELECT value FROM settings WHERE key = ?').pluck();
   const setPrunedThrough = db.prepare(
     'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -105,30 +74,6 @@ export function createSqliteRetention(
     return done(rows.length === BATCH);
   };
 
-  /** One chunk of commands in creation (rowid) order from `cursor`. */
-  const commandsChunk = (cursor: number, before: number): Chunk => {
-    let deleted = 0;
-    let next = cursor;
-    const rows = stmt.commandsChunk.all(cursor, BATCH) as Array<{
-      rowid: number;
-      command_id: string;
-      status: string;
-      created_ms: number;
-      updated_ms: number;
-    }>;
-    for (const row of rows) {
-      next = row.rowid;
-      // Created inside the window: so was everything after it, and it cannot have finished before it.
-      if (row.created_ms >= before) return { more: false, deleted, next };
-      if (row.updated_ms < before && FINISHED_COMMANDS.includes(`'${row.status}'`)) {
-        stmt.deleteCommandHistory.run(row.command_id);
-        stmt.deleteCommand.run(row.command_id);
-        deleted++;
-      }
-    }
-    return { more: rows.length === BATCH, deleted, next };
-  };
-
   /** Runs `chunk` from the start of its table, a write each, until it says there is no more. */
   const inChunks = async (chunk: (cursor: number) => Chunk, deleted: (rows: number) => void) => {
     for (let cursor = 0, more = true; more; ) {
@@ -159,7 +104,7 @@ export function createSqliteRetention(
       })),
     pruneCommands: (before, count) =>
       inChunks(
-        (cursor) => commandsChunk(cursor, before),
+        (cursor) => commandsChunk(stmt, cursor, before),
         (n) => count('commands', n),
       ),
     pruneControls: (before) => write(() => stmt.deleteControls.run(before).changes),
@@ -168,4 +113,65 @@ export function createSqliteRetention(
       return prunedThroughMs;
     },
   };
+}
+
+type RetentionStatements = ReturnType<typeof retentionStatements>;
+
+function retentionStatements(db: Database.Database) {
+  return {
+    telemetryChunk: db.prepare(
+      'SELECT id, ts_ms, received_ms FROM telemetry WHERE id > ? ORDER BY id LIMIT ?',
+    ),
+    maxTelemetryId: db.prepare('SELECT MAX(id) FROM telemetry').pluck(),
+    deleteTelemetry: db.prepare('DELETE FROM telemetry WHERE id = ?'),
+    devices: db
+      .prepare('SELECT device_id FROM devices WHERE device_id > ? ORDER BY device_id LIMIT ?')
+      .pluck(),
+    deleteEvents: db.prepare(
+      `DELETE FROM device_events WHERE rowid IN
+         (SELECT rowid FROM device_events WHERE device_id = ? AND ts_ms < ? LIMIT ${BATCH})`,
+    ),
+    deleteFirmware: db.prepare(
+      `DELETE FROM firmware_status WHERE id IN
+         (SELECT id FROM firmware_status WHERE device_id = ? AND ts_ms < ? LIMIT ${BATCH})`,
+    ),
+    deleteRollups: db.prepare(
+      `DELETE FROM energy_rollups WHERE (device_id, bucket_ms, connector_id) IN
+         (SELECT device_id, bucket_ms, connector_id FROM energy_rollups WHERE device_id = ? AND bucket_ms < ?
+          LIMIT ${BATCH})`,
+    ),
+    commandsChunk: db.prepare(
+      'SELECT rowid AS rowid, command_id, status, created_ms, updated_ms FROM commands WHERE rowid > ? ORDER BY rowid LIMIT ?',
+    ),
+    deleteCommand: db.prepare('DELETE FROM commands WHERE command_id = ?'),
+    deleteCommandHistory: db.prepare('DELETE FROM command_history WHERE command_id = ?'),
+    deleteControls: db.prepare(
+      `DELETE FROM controls WHERE rowid IN
+         (SELECT rowid FROM controls WHERE status <> 'executing' AND ends_ms < ? LIMIT ${BATCH})`,
+    ),
+  };
+}
+
+/** One chunk of commands in creation (rowid) order from `cursor`: finished ones from before `before` go. */
+function commandsChunk(stmt: RetentionStatements, cursor: number, before: number): Chunk {
+  let deleted = 0;
+  let next = cursor;
+  const rows = stmt.commandsChunk.all(cursor, BATCH) as Array<{
+    rowid: number;
+    command_id: string;
+    status: string;
+    created_ms: number;
+    updated_ms: number;
+  }>;
+  for (const row of rows) {
+    next = row.rowid;
+    // Created inside the window: so was everything after it, and it cannot have finished before it.
+    if (row.created_ms >= before) return { more: false, deleted, next };
+    if (row.updated_ms < before && FINISHED_COMMANDS.includes(`'${row.status}'`)) {
+      stmt.deleteCommandHistory.run(row.command_id);
+      stmt.deleteCommand.run(row.command_id);
+      deleted++;
+    }
+  }
+  return { more: rows.length === BATCH, deleted, next };
 }
