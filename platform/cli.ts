@@ -7,7 +7,8 @@ import { addEnrolmentsCommand } from './cli/cli-enrolments.js';
 import { addKeyFileOptions, databaseOption } from './cli/cli-options.js';
 import { addServeCommand } from './cli/cli-serve.js';
 import { ConfigError } from './cli/serve.js';
-import { type DatabaseChoice, describeChoice, hasDeployment, openStore } from './storage/open-store.js';
+import { backendOf, type DatabaseChoice } from './storage/backends.js';
+import { openStore } from './storage/open-store.js';
 import { loadOrCreatePlatformKeys, PlatformKeyError, type PlatformKeys } from './storage/platform-keys.js';
 import { asDataDirError, ensureWritableDataDir } from './storage/storage-faults.js';
 import type { Store } from './storage/store.js';
@@ -31,8 +32,9 @@ async function withStore<T>(
   { create = false }: { create?: boolean } = {},
 ): Promise<T> {
   const { dataDir, database, keyFile } = o;
-  if (!create && !hasDeployment(database, dataDir, keyFile)) {
-    const missing = database.kind === 'sqlite' ? describeChoice(database, dataDir) : 'keys/platform.key';
+  const backend = backendOf(database);
+  if (!create && !backend.hasDeployment(database, dataDir, keyFile)) {
+    const missing = backend.deploymentMarker(database, dataDir);
     throw new UserError(
       `no platform deployment in ${dataDir} (no ${missing}): check --data-dir; ` +
         "'operators create' or 'serve' creates one",

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { Scope } from '../../shared/index.js';
 import { CLIENT_ROTATION_GRACE_SECONDS } from '../domain/client-credentials.js';
 import { createClient, rotateClientSecret } from '../services/client-secrets.js';
-import type { DatabaseChoice } from '../storage/open-store.js';
+import type { DatabaseChoice } from '../storage/backends.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { ClientSummary, Store } from '../storage/store.js';
 import { databaseOption, integer } from './cli-options.js';

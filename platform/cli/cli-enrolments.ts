@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { checkEnrolmentCa } from '../domain/attestation.js';
-import type { DatabaseChoice } from '../storage/open-store.js';
+import type { DatabaseChoice } from '../storage/backends.js';
 import type { EnrolmentRow, Store } from '../storage/store.js';
 import { databaseOption } from './cli-options.js';
 

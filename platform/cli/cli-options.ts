@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { DATABASE_ENV, type DatabaseChoice, parseDatabaseChoice } from '../storage/open-store.js';
+import { DATABASE_ENV, DEFAULT_DATABASE, parseDatabaseChoice } from '../storage/backends.js';
 
 /** A whole number within bounds, for commander (DESIGN.md §11: a bad value is a usage error). */
 export function integer(min: number, max: number) {
@@ -18,7 +18,7 @@ export function databaseOption(): Option {
     `sqlite (DIR/platform.sqlite) or a postgres:// URL (or set ${DATABASE_ENV}, which keeps a password out of the process list)`,
   )
     .env(DATABASE_ENV)
-    .default({ kind: 'sqlite' } satisfies DatabaseChoice, 'sqlite')
+    .default(DEFAULT_DATABASE, 'sqlite')
     .argParser((value: string) => {
       const choice = parseDatabaseChoice(value);
       if (!choice) throw new InvalidArgumentError('must be sqlite or a postgres:// URL');

@@ -4,12 +4,8 @@ import type { RegistrationPolicy } from '../domain/registration.js';
 import { ensureSelfSignedCertificate, loadCertificate, type TlsMaterial } from '../http/tls.js';
 import { buildPlatform, defaultInstanceId, type Platform } from '../platform.js';
 import { ensureSandbox, type SandboxInfo } from '../sandbox/sandbox-seed.js';
-import {
-  type DatabaseChoice,
-  describeChoice,
-  openStore,
-  PlatformKeyMismatch,
-} from '../storage/open-store.js';
+import { backendOf, type DatabaseChoice, DEFAULT_DATABASE } from '../storage/backends.js';
+import { openStore, PlatformKeyMismatch } from '../storage/open-store.js';
 import { loadOrCreatePlatformKeys, PlatformKeyError } from '../storage/platform-keys.js';
 import type { RetentionPolicy } from '../storage/retention-policy.js';
 import {
@@ -96,7 +92,8 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       'production needs --tls-cert and --tls-key, or --self-signed to create a certificate',
     );
   }
-  const database = opts.database ?? { kind: 'sqlite' };
+  const database = opts.database ?? DEFAULT_DATABASE;
+  const backend = backendOf(database);
   if (opts.redis !== undefined) checkRedisUrl(opts.redis, database);
   // A read-only or unwritable data directory fails here, naming it, before anything is opened.
   ensureWritableDataDir(opts.dataDir);
@@ -110,9 +107,9 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       process.stderr.write(`warning: operator reads fall back to the main connection: ${message}\n`),
   }).catch((err: unknown) => {
     if (err instanceof PlatformKeyMismatch) throw new ConfigError(err.message);
-    if (database.kind === 'postgres' && !(err instanceof DataDirError)) {
+    if (!backend.inDataDir && !(err instanceof DataDirError)) {
       throw new ConfigError(
-        `cannot use ${describeChoice(database, opts.dataDir)}: ${err instanceof Error ? err.message : String(err)}`,
+        `cannot use ${backend.describe(database, opts.dataDir)}: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
     throw asDataDirError(opts.dataDir, err);
@@ -123,7 +120,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     const recorded = await store.getSetting(ENV_SETTING);
     if (recorded && recorded !== opts.env) {
       throw new ConfigError(
-        `${database.kind === 'sqlite' ? `data directory ${opts.dataDir}` : describeChoice(database, opts.dataDir)} belongs to the ${recorded} environment, not ${opts.env}`,
+        `${backend.describeDeployment(database, opts.dataDir)} belongs to the ${recorded} environment, not ${opts.env}`,
       );
     }
     if (!recorded) await store.setSetting(ENV_SETTING, opts.env);
@@ -194,7 +191,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
     const fault = storageFaultOf(err);
     if (fault?.postgres)
       throw new ConfigError(
-        `cannot use ${describeChoice(database, opts.dataDir)}: ${(err as Error).message}`,
+        `cannot use ${backend.describe(database, opts.dataDir)}: ${(err as Error).message}`,
       );
     throw fault ? new DataDirError(dataDirFaultMessage(opts.dataDir, fault), fault) : err;
   }
@@ -230,7 +227,7 @@ function checkRedisUrl(url: string, database: DatabaseChoice): void {
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:')
     throw new ConfigError(`--redis must be a redis:// or rediss:// URL, not ${JSON.stringify(url)}`);
-  if (database.kind !== 'postgres')
+  if (!backendOf(database).shared)
     throw new ConfigError(
       '--redis is for several instances over one PostgreSQL database: add --database postgres://... ' +
         '(SQLite serves one instance, which needs no Redis)',

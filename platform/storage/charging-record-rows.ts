@@ -75,3 +75,33 @@ export function counterChanges() {
     },
   };
 }
+
+/** A device's records counted by operator, connector, start day and end day, as a move of the device reads them. */
+export interface DeviceRecordDays {
+  operator_id: string | null;
+  connector_id: number;
+  start_day: number;
+  end_day: number;
+  n: number;
+}
+
+/**
+ * The counter changes of a device moving to operator `to` (null: out of every site): its records leave their
+ * operators' counters and join `to`'s. Answers the operators they left.
+ */
+export function addDeviceMove(
+  counts: Pick<ReturnType<typeof counterChanges>, 'add'>,
+  days: readonly DeviceRecordDays[],
+  to: string | null,
+): Set<string> {
+  const from = new Set<string>();
+  for (const d of days) {
+    if (d.operator_id === to) continue;
+    if (d.operator_id !== null) {
+      from.add(d.operator_id);
+      counts.add(d.operator_id, d.connector_id, d.start_day, d.end_day, -d.n);
+    }
+    if (to !== null) counts.add(to, d.connector_id, d.start_day, d.end_day, d.n);
+  }
+  return from;
+}

@@ -29,3 +29,12 @@ export interface RetentionStats {
   lastPassMs: number | null;
   lastPassDurationMs: number | null;
 }
+
+/** Rows retention deletes per statement or transaction, on both backends: no request waits long behind one. */
+export const RETENTION_BATCH = 2000;
+
+/**
+ * The setting holding the newest time (ms) of any telemetry row pruned: raw telemetry after it is complete.
+ * Rollups read it (on PostgreSQL, another instance may have pruned).
+ */
+export const TELEMETRY_PRUNED_THROUGH_SETTING = 'telemetry_pruned_through_ms';

@@ -3,10 +3,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { createPostgresStore, createSqliteStore } from '../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
-import { createPostgresStore } from '../../platform/storage/postgres/store.js';
 import type { RetentionPolicy } from '../../platform/storage/retention-policy.js';
-import { createSqliteStore } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 
 /**

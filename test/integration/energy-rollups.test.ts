@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accumulateEnergy, bucketsInOrder, type PowerSample } from '../../platform/domain/energy.js';
 import { ROLLUP_MS, rollupAlignedRange } from '../../platform/domain/energy-rollup.js';
-import { createPostgresStore } from '../../platform/storage/postgres/store.js';
+import { createPostgresStore } from '../../platform/storage/backends.js';
 import type { Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, type Backend, openTestStore, type TestStore } from '../helpers/backends.js';

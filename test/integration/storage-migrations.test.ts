@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createSqliteStore } from '../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { MIGRATIONS } from '../../platform/storage/sqlite/migrations.js';
-import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
+import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 
 /** A deployment from before rollups and record counts (schema 2) upgrades with its history intact. */
 const dirs: string[] = [];

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createPostgresStore } from '../../platform/storage/postgres/store.js';
+import { createPostgresStore } from '../../platform/storage/backends.js';
 import type { NewDelivery, Store, WebhookRow } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
 import { webhookRow } from '../helpers/webhook-receiver.js';

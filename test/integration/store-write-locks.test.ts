@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSqliteStore, DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
+import { createSqliteStore } from '../../platform/storage/backends.js';
+import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store } from '../../platform/storage/store.js';
 import { registerOnStore } from '../helpers/sealed-writes.js';
 

@@ -1,6 +1,11 @@
 import type { ChargingRecord, ChargingRecordsQuery } from '../../../shared/index.js';
 import { DAY_MS, dayOf } from '../../domain/record-paging.js';
-import { type StoredChargingRecord, toChargingRecord } from '../charging-record-rows.js';
+import {
+  addDeviceMove,
+  type DeviceRecordDays,
+  type StoredChargingRecord,
+  toChargingRecord,
+} from '../charging-record-rows.js';
 import type { Page } from '../store.js';
 import {
   counterWrites,
@@ -71,13 +76,7 @@ export function createPgChargingRecords(db: PgDatabase): PgChargingRecords {
     },
     async deviceMoved(sql, deviceId) {
       const to = (await operatorsOf(sql, [deviceId], 'FOR NO KEY UPDATE OF d')).get(deviceId) ?? null;
-      const days = await sql.query<{
-        operator_id: string | null;
-        connector_id: number;
-        start_day: number;
-        end_day: number;
-        n: number;
-      }>(
+      const days = await sql.query<DeviceRecordDays>(
         `SELECT operator_id, connector_id, ${dayExpr('start_ms')} AS start_day, ${dayExpr('end_ms')} AS end_day,
            COUNT(*) AS n
          FROM charging_records WHERE device_id = $1::text
@@ -85,11 +84,7 @@ export function createPgChargingRecords(db: PgDatabase): PgChargingRecords {
         [deviceId],
       );
       const counts = counterWrites();
-      for (const d of days) {
-        if (d.operator_id === to) continue;
-        if (d.operator_id !== null) counts.add(d.operator_id, d.connector_id, d.start_day, d.end_day, -d.n);
-        if (to !== null) counts.add(to, d.connector_id, d.start_day, d.end_day, d.n);
-      }
+      addDeviceMove(counts, days, to);
       await counts.write(sql);
       await sql.query(
         `UPDATE charging_records SET operator_id = $1::text

@@ -1,6 +1,6 @@
-import type { ChargingSchedule, PendingCommand } from '../../../shared/index.js';
+import type { ChargingSchedule } from '../../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../../domain/command-lifecycle.js';
-import { newId } from '../../domain/ids.js';
+import { controlValues, queuedCommandRow, toPendingCommand } from '../command-rows.js';
 import type {
   CommandHistoryRow,
   CommandRepository,
@@ -33,15 +33,6 @@ function toCommand(r: RawCommand): CommandRow {
   };
 }
 
-function toPending(r: CommandRow): PendingCommand {
-  return {
-    command_id: r.command_id,
-    command: r.command,
-    params: r.params,
-    expiry: new Date(r.expiry_ms).toISOString(),
-  };
-}
-
 /**
  * Identifiers sort byte-wise, as SQLite's BINARY collation does, whatever the database's collation: pages and
  * lists come out in the same order on both backends.
@@ -63,19 +54,7 @@ async function insertCommands(
   nowMs: number,
 ): Promise<CommandRow[]> {
   if (commands.length === 0) return [];
-  const rows: CommandRow[] = commands.map((c) => ({
-    command_id: newId('cmd'),
-    device_id: c.device_id,
-    command: c.command,
-    params: c.params,
-    status: 'queued',
-    expiry_ms: c.expiry_ms,
-    created_ms: nowMs,
-    updated_ms: nowMs,
-    control_id: c.control_id ?? null,
-    client_id: c.client_id ?? null,
-    reason: null,
-  }));
+  const rows = commands.map((c) => queuedCommandRow(c, nowMs));
   await sql.query(
     `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(command_id text, device_id text, command text,
@@ -172,11 +151,11 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
     async takePendingCommands(deviceId, nowMs, onDelivered) {
       // Most polls find nothing new to deliver: one read, no transaction.
       const seen = await pendingOf(deviceId, nowMs);
-      if (!seen.some((r) => r.status === 'queued')) return seen.map(toPending);
+      if (!seen.some((r) => r.status === 'queued')) return seen.map(toPendingCommand);
       const rows = await deliver(deviceId, nowMs);
       // After commit: whoever hears of a delivery can already read it.
       if (onDelivered) for (const r of rows) if (r.delivered_now) onDelivered(toCommand(r));
-      return rows.map(toPending);
+      return rows.map(toPendingCommand);
     },
     async saveSchedule(row, command) {
       return db.tx(async (sql) => {
@@ -203,18 +182,7 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
         await sql.query(
           `INSERT INTO controls (control_id, client_id, target_type, target_ids, command, params, status,
              created_ms, ends_ms, operator_ids) VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8, $9, $10::jsonb)`,
-          [
-            control.control_id,
-            control.client_id,
-            control.target_type,
-            JSON.stringify(control.target_ids),
-            control.command,
-            JSON.stringify(control.params),
-            control.status,
-            control.created_ms,
-            control.ends_ms,
-            JSON.stringify(control.operator_ids),
-          ],
+          controlValues(control),
         );
         return insertCommands(sql, commands, control.created_ms);
       });

@@ -1,14 +1,17 @@
 import { bucketsInOrder, type EnergyBucket, MAX_GAP_MS, type PowerSample } from '../../domain/energy.js';
+import { type RollupRun, recomputeRollupRun, sumRollups } from '../../domain/energy-rollup.js';
+import { createPassQueue } from '../pass-queue.js';
+import { TELEMETRY_PRUNED_THROUGH_SETTING } from '../retention-policy.js';
 import {
-  appendedRollupDeltas,
-  type RollupRun,
-  recomputeRollupRun,
-  sumRollups,
-  touchedRollupRuns,
-} from '../../domain/energy-rollup.js';
+  byConnector,
+  connectorKey,
+  lateRollupRuns,
+  planConnectorRollup,
+  type RollupRow,
+} from '../rollup-rows.js';
 import type { EnergyBucketRow } from '../store.js';
 import type { PgDatabase, Sql } from './database.js';
-import { TELEMETRY_PRUNED_THROUGH_SETTING } from './retention.js';
+import type { RollupGate, RollupWatermark } from './rollup-watermark.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
@@ -18,7 +21,7 @@ import { TELEMETRY_PRUNED_THROUGH_SETTING } from './retention.js';
  * `(txid, id)` order, a chunk per transaction. The watermark `(txid, id)` is stored with the rollup writes:
  * rollups reflect exactly the rows at or below it, so a recompute of late data reads only those.
  */
-export interface PgEnergyRollups {
+export interface PgEnergyRollups extends RollupGate {
   /** Rolls up every committed telemetry row; concurrent calls share one pass. */
   catchUp(): Promise<void>;
   /** Rows not rolled up yet, as of the last pass (for /metrics). */
@@ -32,19 +35,6 @@ export interface PgEnergyRollups {
     endMs: number,
     intervalMs: number,
   ): Promise<EnergyBucketRow[]>;
-  /** The stored watermark: telemetry rows at or below it are rolled up. */
-  watermark(): Promise<RollupWatermark>;
-  /**
-   * Inside a transaction: waits for a running chunk of any instance and holds off the next until the
-   * transaction ends, so that the watermark returned cannot move meanwhile (retention deletes under it).
-   */
-  holdPasses(sql: Sql): Promise<RollupWatermark>;
-}
-
-/** A telemetry row's position in commit order: its transaction id (XID8, as text) and its id. */
-export interface RollupWatermark {
-  txid: string;
-  id: number;
 }
 
 const WATERMARK_SETTING = 'energy_rollups_up_to';
@@ -58,10 +48,9 @@ const MAX_SETTLE_MS = 5_000;
 const LATE_MARGIN_MS = 3_600_000;
 const START: RollupWatermark = { txid: '0', id: 0 };
 
-interface NewRow extends PowerSample {
+interface NewRow extends RollupRow {
   txid: string;
   id: number;
-  device_id: string;
 }
 
 const keyOf = (w: RollupWatermark) => `${w.txid}:${w.id}`;
@@ -100,7 +89,7 @@ async function newestRolledUp(
        ORDER BY ts_ms DESC LIMIT 1) t`,
     [connectors.map((c) => c.device_id), connectors.map((c) => c.connector_id), wm.txid, wm.id],
   );
-  return new Map(rows.map((r) => [`${r.device_id}|${r.connector_id}`, r]));
+  return new Map(rows.map((r) => [connectorKey(r), r]));
 }
 
 interface BucketWrite extends EnergyBucket {
@@ -160,18 +149,6 @@ async function recomputeRun(
   }));
 }
 
-function byConnector(rows: readonly NewRow[]): Map<string, NewRow[]> {
-  const groups = new Map<string, NewRow[]>();
-  for (const row of rows) {
-    const key = `${row.device_id}|${row.connector_id}`;
-    const list = groups.get(key);
-    if (list) list.push(row);
-    else groups.set(key, [row]);
-  }
-  for (const group of groups.values()) group.sort((a, b) => a.ts_ms - b.ts_ms);
-  return groups;
-}
-
 /** What one chunk did; applied to the in-memory state only once its transaction committed. */
 interface ChunkOutcome {
   kind: 'busy' | 'done' | 'more';
@@ -221,21 +198,16 @@ export function createPgEnergyRollups(db: PgDatabase, telemetryHorizonMs: () => 
     let floor: number | undefined;
     for (const [key, group] of groups) {
       const { device_id, connector_id } = group[0]!;
-      const prev = cached.get(key) ?? stored.get(key);
-      const latest = group.at(-1)!;
-      if (!prev || group[0]!.ts_ms > prev.ts_ms) {
-        for (const b of appendedRollupDeltas(prev, group)) writes.push({ ...b, device_id, connector_id });
+      const plan = planConnectorRollup(cached.get(key) ?? stored.get(key), group);
+      if (plan.deltas) {
+        for (const b of plan.deltas) writes.push({ ...b, device_id, connector_id });
       } else {
-        // A late row so old that its neighbours may be pruned would recompute buckets from what is left of
-        // them: it stays out of the rollups (its raw row ages out soon too).
         floor ??= await lateFloor(sql);
-        const recent = group.filter((r) => r.ts_ms >= floor!).map((r) => r.ts_ms);
-        for (const run of touchedRollupRuns(recent)) {
+        for (const run of lateRollupRuns(group, floor)) {
           writes.push(...(await recomputeRun(sql, device_id, connector_id, run, upTo)));
         }
       }
-      const newer = !prev || latest.ts_ms > prev.ts_ms ? latest : prev;
-      noted.set(key, { connector_id, ts_ms: newer.ts_ms, power: newer.power });
+      noted.set(key, plan.newest);
     }
     await addBuckets(sql, writes);
     await sql.query(
@@ -281,27 +253,9 @@ export function createPgEnergyRollups(db: PgDatabase, telemetryHorizonMs: () => 
     return true;
   };
 
-  // A pass that has started may have read before the caller's rows were committed: callers join the pass
-  // that has not started yet, which runs after the current one. A reader (`buckets`) needs every committed
-  // row, so its pass waits for another instance's chunk instead of leaving the rest to it.
-  let current: Promise<unknown> = Promise.resolve();
-  let next: Promise<boolean> | undefined;
-  let nextWaits = false;
-  const schedule = (wait: boolean): Promise<boolean> => {
-    if (wait) nextWaits = true;
-    if (!next) {
-      next = current
-        .catch(() => undefined)
-        .then(() => {
-          next = undefined;
-          const waits = nextWaits;
-          nextWaits = false;
-          return pass(waits);
-        });
-      current = next;
-    }
-    return next;
-  };
+  // A reader (`buckets`) needs every committed row, so its pass waits for another instance's chunk instead of
+  // leaving the rest to it.
+  const passes = createPassQueue(pass);
 
   /**
    * Passes until every row committed before the call is rolled up. A pass takes only transactions older than
@@ -311,7 +265,7 @@ export function createPgEnergyRollups(db: PgDatabase, telemetryHorizonMs: () => 
     const [at] = await db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
     const started = Date.now();
     for (let delay = 5; ; delay = Math.min(2 * delay, 200)) {
-      if (!(await schedule(wait))) return;
+      if (!(await passes.schedule(wait))) return;
       if (!at || !(await unrolledBefore(at.snapshot)) || Date.now() - started > MAX_SETTLE_MS) return;
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
@@ -338,7 +292,7 @@ export function createPgEnergyRollups(db: PgDatabase, telemetryHorizonMs: () => 
     catchUp: () => tracked(settle(false)),
     async idle() {
       // A catch-up between passes (waiting for older transactions) would start another one.
-      await Promise.allSettled([...settling, current]);
+      await Promise.allSettled([...settling, passes.idle()]);
     },
     lagRows: () => lag,
     watermark: () => readWatermark(db),

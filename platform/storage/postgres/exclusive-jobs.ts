@@ -1,42 +1,25 @@
 import type { ExclusiveJob, RunAloneOutcome } from '../store.js';
 import type { PgDatabase } from './database.js';
 
-/**
- * Jobs that must run on one instance at a time (DESIGN.md §13). Each has a session advisory lock, held on a
- * pooled connection of its own for the whole run: when an instance dies, PostgreSQL ends its backend as the
- * connection drops and the lock goes with it, so the next instance to try runs the job. Nobody waits for the
- * lock (`pg_try_advisory_lock`): the job runs again on its next tick, wherever the lock is free then.
- */
-export interface PgExclusiveJobs {
-  runAlone<T>(job: ExclusiveJob, run: () => Promise<T>): Promise<RunAloneOutcome<T>>;
-  /** Settles when no job of this store is running. */
-  idle(): Promise<void>;
-}
-
 /** Any number unique to this program (see MIGRATION_LOCK in database.ts): one sweeping instance at a time. */
 export const SWEEP_LOCK = 7_340_315_004;
 const JOB_LOCKS: Record<ExclusiveJob, number> = { sweep: SWEEP_LOCK };
 
 const ignore = () => undefined;
 
-export function createPgExclusiveJobs(db: PgDatabase): PgExclusiveJobs {
-  // Runs of this store in progress: a second call answers at once, without taking a connection.
-  const running = new Map<ExclusiveJob, Promise<unknown>>();
-  return {
-    async runAlone<T>(job: ExclusiveJob, run: () => Promise<T>): Promise<RunAloneOutcome<T>> {
-      if (running.has(job)) return { ran: false };
-      const attempt = whileHoldingLock(db, JOB_LOCKS[job], run);
-      running.set(job, attempt);
-      try {
-        return await attempt;
-      } finally {
-        running.delete(job);
-      }
-    },
-    async idle() {
-      await Promise.allSettled(running.values());
-    },
-  };
+/**
+ * Runs a job that must run on one instance at a time (DESIGN.md §13) while holding its session advisory lock,
+ * on a pooled connection of its own for the whole run: when an instance dies, PostgreSQL ends its backend as
+ * the connection drops and the lock goes with it, so the next instance to try runs the job. Nobody waits for
+ * the lock (`pg_try_advisory_lock`): the job runs again on its next tick, wherever the lock is free then.
+ * (`../maintenance-scheduler.ts` keeps two runs of one process from overlapping.)
+ */
+export function holdingJobLock<T>(
+  db: PgDatabase,
+  job: ExclusiveJob,
+  run: () => Promise<T>,
+): Promise<RunAloneOutcome<T>> {
+  return whileHoldingLock(db, JOB_LOCKS[job], run);
 }
 
 /**
@@ -45,7 +28,7 @@ export function createPgExclusiveJobs(db: PgDatabase): PgExclusiveJobs {
  * that fails (or cannot unlock) is closed, not reused, which releases the lock; its error passes unchanged, a
  * storage fault as anywhere else in this backend.
  */
-async function whileHoldingLock<T>(
+export async function whileHoldingLock<T>(
   db: PgDatabase,
   key: number,
   run: () => Promise<T>,

@@ -1,6 +1,6 @@
 import type pg from 'pg';
+import type { OpenedBackend } from '../maintenance-steps.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
-import type { Store } from '../store.js';
 import { createPgChargingRecords } from './charging-records.js';
 import { createPgCommands } from './commands.js';
 import { DIRECTORY_CHANNEL, openPgDatabase, type PgDatabase } from './database.js';
@@ -10,7 +10,7 @@ import { createPgDevices } from './devices.js';
 import { createPgDirectory } from './directory.js';
 import { createPgEnergyRollups } from './energy-rollups.js';
 import { createPgEnrolments } from './enrolments.js';
-import { createPgExclusiveJobs } from './exclusive-jobs.js';
+import { holdingJobLock } from './exclusive-jobs.js';
 import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
@@ -19,9 +19,6 @@ import { createPgWebhooks } from './webhooks.js';
 
 export { describeDatabase, isPostgresUrl } from './database.js';
 
-const ROLLUP_EVERY_MS = 1_000;
-const RETENTION_EVERY_MS = 10 * 60_000;
-const RETENTION_FIRST_MS = 30_000;
 /** How often the server looks for tables whose planner statistics are stale (`statistics.ts`). */
 const ANALYZE_EVERY_MS = 30_000;
 /** How soon a lost LISTEN connection is opened again. */
@@ -29,12 +26,12 @@ const RELISTEN_MS = 1_000;
 /** How far back a telemetry day gets its own partition when telemetry is kept forever. */
 const KEEP_FOREVER_PARTITION_DAYS = 400;
 
-export interface PostgresStoreOptions {
-  /** How long each kind of data is kept (DESIGN.md §12); default `DEFAULT_RETENTION`. */
+export interface PostgresBackendOptions {
+  /** How long telemetry is kept decides which days get a partition; default `DEFAULT_RETENTION`. */
   retention?: RetentionPolicy;
   /**
-   * Keep rollups and retention going on timers and listen for admin changes made elsewhere: for the server.
-   * Otherwise rollups run when asked (`runMaintenance`, and before an energy read).
+   * As the server runs it: listen for admin changes made elsewhere, and create the coming days' telemetry
+   * partitions before serving.
    */
   backgroundMaintenance?: boolean;
   poolSize?: number;
@@ -42,14 +39,15 @@ export interface PostgresStoreOptions {
 
 /**
  * The PostgreSQL backend (`--database postgres://…`): every repository of `../store.ts` over one connection
- * pool, one module per aggregate beside this file, with the background upkeep of rollups and retention and
- * the election of the instance that runs each once-only job (`exclusive-jobs.ts`).
+ * pool, one module per aggregate beside this file, with the steps of rollups, retention and partition upkeep
+ * (`../maintenance-scheduler.ts` runs them) and the election of the instance that runs each once-only job
+ * (`exclusive-jobs.ts`).
  */
-export async function createPostgresStore(
+export async function openPostgresBackend(
   url: string,
   now: () => number = Date.now,
-  options: PostgresStoreOptions = {},
-): Promise<Store> {
+  options: PostgresBackendOptions = {},
+): Promise<OpenedBackend> {
   const db = await openPgDatabase(url, options.poolSize ? { poolSize: options.poolSize } : {});
   const policy = options.retention ?? DEFAULT_RETENTION;
   const partitions = createTelemetryPartitions(
@@ -67,40 +65,13 @@ export async function createPostgresStore(
   const webhooks = createPgWebhooks(db);
   const enrolments = createPgEnrolments(db, now);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
-  const pruning = createPgRetention(db, policy, now, partitions, rollups);
-  const jobs = createPgExclusiveJobs(db);
+  const pruning = createPgRetention(db, partitions, rollups);
 
   const maintenance = options.backgroundMaintenance ?? false;
   const changes = maintenance ? await listenForChanges(db) : undefined;
-  const rollupTimer = maintenance
-    ? setInterval(() => {
-        rollups.catchUp().catch(() => undefined);
-      }, ROLLUP_EVERY_MS)
-    : undefined;
-  rollupTimer?.unref();
-  const prune = () =>
-    partitions
-      .prepareAhead()
-      .then(() => pruning.prune())
-      .catch(() => undefined);
   if (maintenance) await partitions.prepareAhead();
-  const retentionTimer = maintenance ? setInterval(prune, RETENTION_EVERY_MS) : undefined;
-  retentionTimer?.unref();
-  const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;
-  firstPrune?.unref();
-  let analyzing: Promise<unknown> | undefined;
-  const analyzeTimer = maintenance
-    ? setInterval(() => {
-        analyzing ??= analyzeStaleTables(db)
-          .catch(() => undefined)
-          .finally(() => {
-            analyzing = undefined;
-          });
-      }, ANALYZE_EVERY_MS)
-    : undefined;
-  analyzeTimer?.unref();
 
-  return {
+  const repositories: OpenedBackend['repositories'] = {
     ...directory,
     ...devices,
     ...deviceSecrets,
@@ -121,32 +92,18 @@ export async function createPostgresStore(
     energyBuckets(deviceIds, startMs, endMs, intervalMs) {
       return rollups.buckets(deviceIds, startMs, endMs, intervalMs);
     },
-    async runMaintenance() {
-      await rollups.catchUp();
-      await pruning.prune();
-    },
-    runAlone(job, run) {
-      return jobs.runAlone(job, run);
-    },
-    maintenanceStats() {
-      const r = pruning.stats();
-      return {
-        pruned: r.pruned,
-        retentionPasses: r.passes,
-        lastRetentionPassMs: r.lastPassMs,
-        lastRetentionPassDurationMs: r.lastPassDurationMs,
-        rollupLagRows: rollups.lagRows(),
-      };
+  };
+
+  return {
+    repositories,
+    upkeep: {
+      rollups,
+      retention: pruning,
+      exclusively: (job, run) => holdingJobLock(db, job, run),
+      beforeRetention: () => partitions.prepareAhead(),
+      chores: [{ everyMs: ANALYZE_EVERY_MS, run: () => analyzeStaleTables(db) }],
     },
     async close() {
-      clearInterval(rollupTimer);
-      clearInterval(retentionTimer);
-      clearTimeout(firstPrune);
-      clearInterval(analyzeTimer);
-      await analyzing;
-      await jobs.idle();
-      await rollups.idle();
-      await pruning.idle();
       await changes?.close();
       await db.close();
     },

@@ -1,7 +1,13 @@
 import type Database from 'better-sqlite3';
 import type { ChargingRecord, ChargingRecordsQuery } from '../../../shared/index.js';
 import { DAY_MS, dayOf, locatePage, startEdges, startWindows } from '../../domain/record-paging.js';
-import { counterChanges, type StoredChargingRecord, toChargingRecord } from '../charging-record-rows.js';
+import {
+  addDeviceMove,
+  counterChanges,
+  type DeviceRecordDays,
+  type StoredChargingRecord,
+  toChargingRecord,
+} from '../charging-record-rows.js';
 import type { Page } from '../store.js';
 import type { SqlReader } from './reader.js';
 
@@ -238,23 +244,9 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     },
     deviceMoved(deviceId) {
       const to = (stmt.operatorOf.get(deviceId) as string | undefined) ?? null;
-      const days = stmt.deviceDays.all(deviceId) as Array<{
-        operator_id: string | null;
-        connector_id: number;
-        start_day: number;
-        end_day: number;
-        n: number;
-      }>;
-      const from = new Set<string>();
+      const days = stmt.deviceDays.all(deviceId) as DeviceRecordDays[];
       const counts = counterWrites();
-      for (const d of days) {
-        if (d.operator_id === to) continue;
-        if (d.operator_id !== null) {
-          from.add(d.operator_id);
-          counts.add(d.operator_id, d.connector_id, d.start_day, d.end_day, -d.n);
-        }
-        if (to !== null) counts.add(to, d.connector_id, d.start_day, d.end_day, d.n);
-      }
+      const from = addDeviceMove(counts, days, to);
       counts.write();
       for (const operatorId of from) stmt.dropEmptyDays.run(operatorId);
       stmt.moveDevice.run(to, deviceId);

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import type { ChargingSchedule, PendingCommand } from '../../../shared/index.js';
+import type { ChargingSchedule } from '../../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../../domain/command-lifecycle.js';
-import { newId } from '../../domain/ids.js';
+import { controlValues, queuedCommandRow, toPendingCommand } from '../command-rows.js';
 import type {
   CommandHistoryRow,
   CommandRepository,
@@ -12,7 +12,6 @@ import type {
   ScheduleRow,
   StatusReportOutcome,
 } from '../store.js';
-import { iso } from './database.js';
 import { createSqliteDeviceCommands } from './device-commands.js';
 import type { SqlReader } from './reader.js';
 import { type RawCommand, type RawControl, toCommand, toControl } from './rows.js';
@@ -93,32 +92,20 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
   const insertCommandsNow = (commands: readonly NewCommand[], nowMs: number): CommandRow[] =>
     commands.map((c) => {
       mayHavePending.add(c.device_id);
-      const command_id = newId('cmd');
+      const row = queuedCommandRow(c, nowMs);
       stmt.insertCommand.run(
-        command_id,
-        c.device_id,
-        c.command,
-        JSON.stringify(c.params),
-        c.expiry_ms,
+        row.command_id,
+        row.device_id,
+        row.command,
+        JSON.stringify(row.params),
+        row.expiry_ms,
         nowMs,
         nowMs,
-        c.control_id ?? null,
-        c.client_id ?? null,
+        row.control_id,
+        row.client_id,
       );
-      stmt.insertHistory.run(command_id, 'queued', nowMs, null);
-      return {
-        command_id,
-        device_id: c.device_id,
-        command: c.command,
-        params: c.params,
-        status: 'queued' as const,
-        expiry_ms: c.expiry_ms,
-        created_ms: nowMs,
-        updated_ms: nowMs,
-        control_id: c.control_id ?? null,
-        client_id: c.client_id ?? null,
-        reason: null,
-      };
+      stmt.insertHistory.run(row.command_id, 'queued', nowMs, null);
+      return row;
     });
 
   return {
@@ -145,14 +132,7 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
         }).immediate();
       }
       if (onDelivered) for (const c of delivered) onDelivered(c);
-      return rows.map(
-        (r): PendingCommand => ({
-          command_id: r.command_id,
-          command: r.command,
-          params: r.params,
-          expiry: iso(r.expiry_ms),
-        }),
-      );
+      return rows.map(toPendingCommand);
     },
     async saveSchedule(row: ScheduleRow, command) {
       return db
@@ -171,18 +151,7 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
     async createControl(control: ControlRow, commands) {
       return db
         .transaction(() => {
-          stmt.insertControl.run(
-            control.control_id,
-            control.client_id,
-            control.target_type,
-            JSON.stringify(control.target_ids),
-            control.command,
-            JSON.stringify(control.params),
-            control.status,
-            control.created_ms,
-            control.ends_ms,
-            JSON.stringify(control.operator_ids),
-          );
+          stmt.insertControl.run(...controlValues(control));
           return insertCommandsNow(commands, control.created_ms);
         })
         .immediate();

@@ -1,12 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { EnergyBucket, PowerSample } from '../../domain/energy.js';
 import { MAX_GAP_MS } from '../../domain/energy.js';
-import {
-  appendedRollupDeltas,
-  type RollupRun,
-  recomputeRollupRun,
-  touchedRollupRuns,
-} from '../../domain/energy-rollup.js';
+import { type RollupRun, recomputeRollupRun } from '../../domain/energy-rollup.js';
+import { createPassQueue } from '../pass-queue.js';
+import { byConnector, lateRollupRuns, planConnectorRollup, type RollupRow } from '../rollup-rows.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
@@ -35,9 +32,8 @@ const CHUNK_ROWS = 4000;
 /** How far inside the telemetry retention window a late row must be for its buckets to be recomputed. */
 const LATE_MARGIN_MS = 3_600_000;
 
-interface NewRow extends PowerSample {
+interface NewRow extends RollupRow {
   id: number;
-  device_id: string;
 }
 
 export function createSqliteEnergyRollups(
@@ -112,31 +108,18 @@ export function createSqliteEnergyRollups(
       newestAt = watermark;
       return false;
     }
-    const byConnector = new Map<string, NewRow[]>();
-    for (const row of rows) {
-      const key = `${row.device_id}|${row.connector_id}`;
-      const list = byConnector.get(key);
-      if (list) list.push(row);
-      else byConnector.set(key, [row]);
-    }
-    for (const [key, group] of byConnector) {
-      group.sort((a, b) => a.ts_ms - b.ts_ms);
+    for (const [key, group] of byConnector(rows)) {
       const { device_id, connector_id } = group[0]!;
       const last =
         newest.get(key) ??
         (stmt.newestRolledUp.get(device_id, connector_id, watermark) as PowerSample | undefined);
-      const latest = group.at(-1)!;
-      if (!last || group[0]!.ts_ms > last.ts_ms) {
-        putBuckets(device_id, connector_id, appendedRollupDeltas(last, group));
-      } else {
-        // A late row so old that its neighbours may be pruned would recompute buckets from what is left of
-        // them: it stays out of the rollups (its raw row ages out soon too).
+      const plan = planConnectorRollup(last, group);
+      if (plan.deltas) putBuckets(device_id, connector_id, plan.deltas);
+      else {
         const floor = telemetryHorizonMs() + LATE_MARGIN_MS;
-        const recent = group.filter((r) => r.ts_ms >= floor).map((r) => r.ts_ms);
-        recompute(device_id, connector_id, touchedRollupRuns(recent), upToId);
+        recompute(device_id, connector_id, lateRollupRuns(group, floor), upToId);
       }
-      const newer = !last || latest.ts_ms > last.ts_ms ? latest : last;
-      newest.set(key, { connector_id, ts_ms: newer.ts_ms, power: newer.power });
+      newest.set(key, plan.newest);
     }
     stmt.setWatermark.run(ROLLUP_WATERMARK_SETTING, String(upToId));
     newestAt = upToId;
@@ -161,26 +144,10 @@ export function createSqliteEnergyRollups(
       throw err;
     }
   };
-  // A pass that has started may have read before the caller's rows were committed: callers join the pass
-  // that has not started yet, which runs after the current one.
-  let current: Promise<void> = Promise.resolve();
-  let next: Promise<void> | undefined;
+  const passes = createPassQueue(pass);
   return {
-    catchUp() {
-      if (!next) {
-        next = current
-          .catch(() => undefined)
-          .then(() => {
-            next = undefined;
-            return pass();
-          });
-        current = next;
-      }
-      return next;
-    },
-    idle() {
-      return current.catch(() => undefined);
-    },
+    catchUp: () => passes.schedule(),
+    idle: () => passes.idle(),
     watermark() {
       return Number(stmt.watermark.get(ROLLUP_WATERMARK_SETTING) ?? 0);
     },

@@ -1,46 +1,124 @@
 import type Database from 'better-sqlite3';
-import type { PrunedKind, RetentionPolicy, RetentionStats } from '../retention-policy.js';
+import type { RetentionSteps } from '../maintenance-steps.js';
+import { RETENTION_BATCH as BATCH, TELEMETRY_PRUNED_THROUGH_SETTING } from '../retention-policy.js';
 
 /**
- * Retention (DESIGN.md §12) on SQLite: a background pass deletes what has aged out, a small batch per write so
- * that no request waits behind it, and counts what it deleted for /metrics.
+ * Retention's steps (DESIGN.md §12) on SQLite, a small batch per write so that no request waits behind them;
+ * `../maintenance-scheduler.ts` runs the passes and counts.
  *
- * - Raw telemetry: rows older than `telemetryDays` by both their time and their arrival. Rows are visited in
- *   arrival (id) order, so the pass stops at the first row that arrived inside the window instead of scanning
+ * - Raw telemetry: rows older than the window by both their time and their arrival. Rows are visited in
+ *   arrival (id) order, so the step stops at the first row that arrived inside the window instead of scanning
  *   the table; a record uploaded late (an outbox after an outage) stays a full window after it arrived. The
  *   newest row is always kept, so that row ids never restart (rollups and the live state follow them).
- * - History (`historyDays`): device events, firmware reports, finished commands with their history, and
- *   finished controls.
- * - Rollups (`rollupDays`), per device along their primary key.
- * - Charging records are kept.
- *
- * 0 days keeps that kind forever.
+ * - History: device events, firmware reports, finished commands with their history, and finished controls.
+ * - Rollups, per device along their primary key.
  */
-
-export interface SqliteRetention {
-  /** One whole pass, a batch per write; concurrent calls share it. */
-  prune(): Promise<void>;
-  stats(): RetentionStats;
-  /** Settles when no pass is running (before the database closes). */
-  idle(): Promise<void>;
+export interface SqliteRetention extends RetentionSteps {
   /** The newest time (ms) of any telemetry row pruned: raw telemetry after it is complete. */
   telemetryHorizonMs(): number;
 }
 
-const BATCH = 2000;
-const PRUNED_THROUGH_SETTING = 'telemetry_pruned_through_ms';
-const DAY_MS = 86_400_000;
+/** What a chunk of a walk in rowid order did: rows deleted, whether to go on, and from which rowid. */
+interface Chunk {
+  more: boolean;
+  deleted: number;
+  next: number;
+}
+
 const FINISHED_COMMANDS = `('succeeded', 'failed', 'rejected', 'expired', 'cancelled')`;
 
 export function createSqliteRetention(
   db: Database.Database,
   write: <T>(run: () => T) => Promise<T>,
-  policy: RetentionPolicy,
-  now: () => number,
   /** Telemetry rows above this id are not rolled up yet: never pruned before they are. */
   rolledUpTo: () => number,
 ): SqliteRetention {
-  const stmt = {
+  const stmt = retentionStatements(db);
+  const prunedThrough = db.prepare('SELECT value FROM settings WHERE key = ?').pluck();
+  const setPrunedThrough = db.prepare(
+    'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  );
+  let prunedThroughMs = Number(
+    prunedThrough.get(TELEMETRY_PRUNED_THROUGH_SETTING) ?? Number.NEGATIVE_INFINITY,
+  );
+
+  /** One chunk of rows in arrival order from `cursor`: how many it deleted, and where the next starts. */
+  const telemetryChunk = (cursor: number, before: number): Chunk => {
+    let through = prunedThroughMs;
+    let deleted = 0;
+    let next = cursor;
+    const done = (more: boolean) => {
+      if (through > prunedThroughMs) {
+        setPrunedThrough.run(TELEMETRY_PRUNED_THROUGH_SETTING, String(through));
+        prunedThroughMs = through;
+      }
+      return { more, deleted, next };
+    };
+    const keep = Number(stmt.maxTelemetryId.get() ?? 0);
+    const limit = rolledUpTo();
+    const rows = stmt.telemetryChunk.all(cursor, BATCH) as Array<{
+      id: number;
+      ts_ms: number;
+      received_ms: number;
+    }>;
+    for (const row of rows) {
+      next = row.id;
+      // Arrived inside the window (so did everything after it), or not rolled up yet.
+      if (row.received_ms >= before || row.id > limit) return done(false);
+      if (row.ts_ms < before && row.id !== keep) {
+        stmt.deleteTelemetry.run(row.id);
+        deleted++;
+        if (row.ts_ms > through) through = row.ts_ms;
+      }
+    }
+    return done(rows.length === BATCH);
+  };
+
+  /** Runs `chunk` from the start of its table, a write each, until it says there is no more. */
+  const inChunks = async (chunk: (cursor: number) => Chunk, deleted: (rows: number) => void) => {
+    for (let cursor = 0, more = true; more; ) {
+      const out = await write(() => chunk(cursor));
+      deleted(out.deleted);
+      ({ more, next: cursor } = out);
+    }
+  };
+
+  return {
+    // One process serves a SQLite file: a pass never has to wait for another instance's.
+    alone: async (pass) => {
+      await pass();
+      return true;
+    },
+    pruneTelemetry: (before, count) =>
+      inChunks(
+        (cursor) => telemetryChunk(cursor, before),
+        (n) => count('telemetry', n),
+      ),
+    async devicesAfter(after, limit) {
+      return stmt.devices.all(after, limit) as string[];
+    },
+    pruneDeviceHistory: (id, before) =>
+      write(() => ({
+        events: stmt.deleteEvents.run(id, before).changes,
+        firmware: stmt.deleteFirmware.run(id, before).changes,
+      })),
+    pruneCommands: (before, count) =>
+      inChunks(
+        (cursor) => commandsChunk(stmt, cursor, before),
+        (n) => count('commands', n),
+      ),
+    pruneControls: (before) => write(() => stmt.deleteControls.run(before).changes),
+    pruneRollups: (id, before) => write(() => stmt.deleteRollups.run(id, before).changes),
+    telemetryHorizonMs() {
+      return prunedThroughMs;
+    },
+  };
+}
+
+type RetentionStatements = ReturnType<typeof retentionStatements>;
+
+function retentionStatements(db: Database.Database) {
+  return {
     telemetryChunk: db.prepare(
       'SELECT id, ts_ms, received_ms FROM telemetry WHERE id > ? ORDER BY id LIMIT ?',
     ),
@@ -72,155 +150,28 @@ export function createSqliteRetention(
          (SELECT rowid FROM controls WHERE status <> 'executing' AND ends_ms < ? LIMIT ${BATCH})`,
     ),
   };
-  const pruned: Record<PrunedKind, number> = {
-    telemetry: 0,
-    device_events: 0,
-    firmware_status: 0,
-    commands: 0,
-    controls: 0,
-    energy_rollups: 0,
-  };
-  const prunedThrough = db.prepare('SELECT value FROM settings WHERE key = ?').pluck();
-  const setPrunedThrough = db.prepare(
-    'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  );
-  let prunedThroughMs = Number(prunedThrough.get(PRUNED_THROUGH_SETTING) ?? Number.NEGATIVE_INFINITY);
-  let passes = 0;
-  let lastPassMs: number | null = null;
-  let lastPassDurationMs: number | null = null;
+}
 
-  const cutoff = (days: number) => now() - days * DAY_MS;
-
-  const pruneTelemetry = async () => {
-    const before = cutoff(policy.telemetryDays);
-    let cursor = 0;
-    for (;;) {
-      const more = await write(() => {
-        let through = prunedThroughMs;
-        const done = (result: boolean) => {
-          if (through > prunedThroughMs) {
-            setPrunedThrough.run(PRUNED_THROUGH_SETTING, String(through));
-            prunedThroughMs = through;
-          }
-          return result;
-        };
-        const keep = Number(stmt.maxTelemetryId.get() ?? 0);
-        const limit = rolledUpTo();
-        const rows = stmt.telemetryChunk.all(cursor, BATCH) as Array<{
-          id: number;
-          ts_ms: number;
-          received_ms: number;
-        }>;
-        for (const row of rows) {
-          cursor = row.id;
-          // Arrived inside the window (so did everything after it), or not rolled up yet.
-          if (row.received_ms >= before || row.id > limit) return done(false);
-          if (row.ts_ms < before && row.id !== keep) {
-            stmt.deleteTelemetry.run(row.id);
-            pruned.telemetry++;
-            if (row.ts_ms > through) through = row.ts_ms;
-          }
-        }
-        return done(rows.length === BATCH);
-      });
-      if (!more) return;
+/** One chunk of commands in creation (rowid) order from `cursor`: finished ones from before `before` go. */
+function commandsChunk(stmt: RetentionStatements, cursor: number, before: number): Chunk {
+  let deleted = 0;
+  let next = cursor;
+  const rows = stmt.commandsChunk.all(cursor, BATCH) as Array<{
+    rowid: number;
+    command_id: string;
+    status: string;
+    created_ms: number;
+    updated_ms: number;
+  }>;
+  for (const row of rows) {
+    next = row.rowid;
+    // Created inside the window: so was everything after it, and it cannot have finished before it.
+    if (row.created_ms >= before) return { more: false, deleted, next };
+    if (row.updated_ms < before && FINISHED_COMMANDS.includes(`'${row.status}'`)) {
+      stmt.deleteCommandHistory.run(row.command_id);
+      stmt.deleteCommand.run(row.command_id);
+      deleted++;
     }
-  };
-
-  /** Runs `perDevice` for every device, a batch of devices per write, until each has nothing left. */
-  const forEachDevice = async (perDevice: (deviceId: string) => boolean) => {
-    let after = '';
-    for (;;) {
-      const ids = stmt.devices.all(after, 50) as string[];
-      if (ids.length === 0) return;
-      for (const id of ids) {
-        while (await write(() => perDevice(id))) {
-          // This device had a whole batch: there may be more.
-        }
-      }
-      after = ids.at(-1)!;
-    }
-  };
-
-  const pruneCommands = async (before: number) => {
-    let cursor = 0;
-    for (;;) {
-      const more = await write(() => {
-        const rows = stmt.commandsChunk.all(cursor, BATCH) as Array<{
-          rowid: number;
-          command_id: string;
-          status: string;
-          created_ms: number;
-          updated_ms: number;
-        }>;
-        for (const row of rows) {
-          cursor = row.rowid;
-          // Created inside the window: so was everything after it, and it cannot have finished before it.
-          if (row.created_ms >= before) return false;
-          if (row.updated_ms < before && FINISHED_COMMANDS.includes(`'${row.status}'`)) {
-            stmt.deleteCommandHistory.run(row.command_id);
-            stmt.deleteCommand.run(row.command_id);
-            pruned.commands++;
-          }
-        }
-        return rows.length === BATCH;
-      });
-      if (!more) return;
-    }
-  };
-
-  const pass = async () => {
-    const started = now();
-    if (policy.telemetryDays > 0) await pruneTelemetry();
-    if (policy.historyDays > 0) {
-      const before = cutoff(policy.historyDays);
-      await forEachDevice((id) => {
-        const events = stmt.deleteEvents.run(id, before).changes;
-        const firmware = stmt.deleteFirmware.run(id, before).changes;
-        pruned.device_events += events;
-        pruned.firmware_status += firmware;
-        return events === BATCH || firmware === BATCH;
-      });
-      await pruneCommands(before);
-      while (
-        await write(() => {
-          const n = stmt.deleteControls.run(before).changes;
-          pruned.controls += n;
-          return n === BATCH;
-        })
-      ) {
-        // Another batch of finished controls.
-      }
-    }
-    if (policy.rollupDays > 0) {
-      const before = cutoff(policy.rollupDays);
-      await forEachDevice((id) => {
-        const n = stmt.deleteRollups.run(id, before).changes;
-        pruned.energy_rollups += n;
-        return n === BATCH;
-      });
-    }
-    passes++;
-    lastPassMs = now();
-    lastPassDurationMs = lastPassMs - started;
-  };
-
-  let running: Promise<void> | undefined;
-  return {
-    prune() {
-      running ??= pass().finally(() => {
-        running = undefined;
-      });
-      return running;
-    },
-    idle() {
-      return running?.catch(() => undefined) ?? Promise.resolve();
-    },
-    stats() {
-      return { pruned: { ...pruned }, passes, lastPassMs, lastPassDurationMs };
-    },
-    telemetryHorizonMs() {
-      return prunedThroughMs;
-    },
-  };
+  }
+  return { more: rows.length === BATCH, deleted, next };
 }

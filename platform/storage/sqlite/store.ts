@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { bucketsInOrder } from '../../domain/energy.js';
 import { sumRollups } from '../../domain/energy-rollup.js';
-import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
-import type { EnergyBucketRow, ExclusiveJob, Store } from '../store.js';
+import type { OpenedBackend } from '../maintenance-steps.js';
+import type { EnergyBucketRow } from '../store.js';
 import { createSqliteChargingRecords } from './charging-records.js';
 import { startCheckpointer } from './checkpointer.js';
 import { createSqliteCommands } from './commands.js';
@@ -21,11 +21,7 @@ import { createWriteBatcher } from './write-batcher.js';
 
 export { DATABASE_FILE, openDatabase } from './database.js';
 
-const ROLLUP_EVERY_MS = 1_000;
-const RETENTION_EVERY_MS = 10 * 60_000;
-const RETENTION_FIRST_MS = 30_000;
-
-export interface SqliteStoreOptions {
+export interface SqliteBackendOptions {
   /**
    * Checkpoint the WAL from a worker thread instead of inside commits (`checkpointer.ts`): for the server.
    * Short-lived processes (the admin CLI) leave it to SQLite.
@@ -37,13 +33,6 @@ export interface SqliteStoreOptions {
   onReaderFailure?: (message: string) => void;
   /** Group commits at most this often under load, ms (`write-batcher.ts`); default `COMMIT_INTERVAL_MS`. */
   commitIntervalMs?: number;
-  /** How long each kind of data is kept (DESIGN.md §12); default `DEFAULT_RETENTION`. */
-  retention?: RetentionPolicy;
-  /**
-   * Keep rollups and retention going on timers: for the server (defaults to `backgroundCheckpoints`).
-   * Otherwise they run when asked (`runMaintenance`, and rollups before an energy read).
-   */
-  backgroundMaintenance?: boolean;
 }
 
 /**
@@ -55,13 +44,13 @@ export const COMMIT_INTERVAL_MS = 2;
 /**
  * The embedded backend: one SQLite file in the data directory, every repository of `../store.ts` over it
  * (one module per aggregate beside this file), with group commit, WAL checkpoints and operator reads in worker
- * threads, and the background upkeep of rollups and retention.
+ * threads, and the steps of rollups and retention (`../maintenance-scheduler.ts` runs them).
  */
-export function createSqliteStore(
+export function openSqliteBackend(
   dataDir: string,
   now: () => number = Date.now,
-  options: SqliteStoreOptions = {},
-): Store {
+  options: SqliteBackendOptions = {},
+): OpenedBackend {
   const db = openDatabase(dataDir);
   const batcher = createWriteBatcher(db, {
     minCommitIntervalMs: options.commitIntervalMs ?? COMMIT_INTERVAL_MS,
@@ -97,28 +86,10 @@ export function createSqliteStore(
   const pruning = createSqliteRetention(
     db,
     (run) => batcher.write(run),
-    options.retention ?? DEFAULT_RETENTION,
-    now,
     () => rollups.watermark(),
   );
-  const maintenance = options.backgroundMaintenance ?? options.backgroundCheckpoints ?? false;
-  // The server keeps rollups close behind ingest, so that an energy read has little left to do, and prunes
-  // in the background.
-  const rollupTimer = maintenance
-    ? setInterval(() => {
-        rollups.catchUp().catch(() => undefined);
-      }, ROLLUP_EVERY_MS)
-    : undefined;
-  rollupTimer?.unref();
-  const prune = () => pruning.prune().catch(() => undefined);
-  const retentionTimer = maintenance ? setInterval(prune, RETENTION_EVERY_MS) : undefined;
-  retentionTimer?.unref();
-  const firstPrune = maintenance ? setTimeout(prune, RETENTION_FIRST_MS) : undefined;
-  firstPrune?.unref();
-  // One process serves a SQLite file, so a job always runs here; `runAlone` only keeps two runs from overlapping.
-  const jobs = new Map<ExclusiveJob, Promise<unknown>>();
 
-  return {
+  const repositories: OpenedBackend['repositories'] = {
     ...directory,
     ...devices,
     ...deviceSecrets,
@@ -158,38 +129,17 @@ export function createSqliteStore(
       }
       return bucketsInOrder(sumRollups(rows, { startMs, endMs, intervalMs }));
     },
-    async runMaintenance() {
-      await rollups.catchUp();
-      await pruning.prune();
-    },
-    async runAlone(job, run) {
-      if (jobs.has(job)) return { ran: false };
-      // Started a microtask later, once marked running: a call that `run` itself makes finds it running.
-      const attempt = Promise.resolve().then(run);
-      jobs.set(job, attempt);
-      try {
-        return { ran: true, value: await attempt };
-      } finally {
-        jobs.delete(job);
-      }
-    },
-    maintenanceStats() {
-      const r = pruning.stats();
-      return {
-        pruned: r.pruned,
-        retentionPasses: r.passes,
-        lastRetentionPassMs: r.lastPassMs,
-        lastRetentionPassDurationMs: r.lastPassDurationMs,
-        rollupLagRows: rollups.lagRows(),
-      };
+  };
+
+  return {
+    repositories,
+    upkeep: {
+      rollups,
+      retention: pruning,
+      // One process serves a SQLite file, so a job always runs here (the scheduler keeps runs from overlapping).
+      exclusively: async (_job, run) => ({ ran: true, value: await run() }),
     },
     async close() {
-      clearInterval(rollupTimer);
-      clearInterval(retentionTimer);
-      clearTimeout(firstPrune);
-      await Promise.allSettled(jobs.values());
-      await rollups.idle();
-      await pruning.idle();
       await telemetry.drainPending();
       batcher.drain();
       // The live state still pending goes out with the last commit.

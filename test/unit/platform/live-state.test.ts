@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createSqliteStore, DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
+import { createSqliteStore } from '../../../platform/storage/backends.js';
+import { DATABASE_FILE } from '../../../platform/storage/sqlite/store.js';
 import type { Store } from '../../../platform/storage/store.js';
 import { registerOnStore } from '../../helpers/sealed-writes.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { seenStateOfRow } from '../../../platform/domain/liveness-rule.js';
 import { createLiveness, PERSIST_CHUNK, PERSIST_STALENESS_MS } from '../../../platform/services/liveness.js';
-import { createSqliteStore } from '../../../platform/storage/sqlite/store.js';
+import { createSqliteStore } from '../../../platform/storage/backends.js';
 import type { Store } from '../../../platform/storage/store.js';
 import { registerOnStore } from '../../helpers/sealed-writes.js';
 
