@@ -2,7 +2,6 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { RedisLink } from './coordination/redis-link.js';
 import { type SharedState, shareThroughRedis } from './coordination/shared-state.js';
 import { registerApiReference } from './http/api-reference-page.js';
-import { createReplayCache } from './http/auth/replay-cache.js';
 import type { PlatformContext, PlatformOptions } from './http/context.js';
 import { registerDashboard } from './http/dashboard-page.js';
 import { createMetrics, type MetricsListener, serveMetrics } from './http/metrics.js';
@@ -12,6 +11,7 @@ import {
   createRateLimiter,
   type RateLimitStore,
 } from './http/rate-limit/rate-limiter.js';
+import { createReplayCache } from './http/replay-cache.js';
 import { type AnyRoute, registerRoutes } from './http/route-spec.js';
 import { deviceRoutes } from './http/routes/device-routes.js';
 import { answersWithin, healthRoutes } from './http/routes/health.js';

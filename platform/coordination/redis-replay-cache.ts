@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { SIGNATURE_WINDOW_SECONDS } from '../../shared/index.js';
-import type { ReplayCache } from '../http/auth/replay-cache.js';
+import type { ReplayCache } from '../http/replay-cache.js';
 import { redisUnavailable } from './redis-rate-limit-store.js';
 
 export interface RedisReplayCacheOptions {

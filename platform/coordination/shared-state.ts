@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createReplayCache } from '../http/auth/replay-cache.js';
 import { createMemoryRateLimitStore } from '../http/rate-limit/rate-limiter.js';
+import { createReplayCache } from '../http/replay-cache.js';
 import { createCommandNotifier } from '../services/command-notifier.js';
 import type { SharedLiveness } from '../services/liveness.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';

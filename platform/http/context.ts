@@ -16,8 +16,8 @@ import type { Tenancy } from '../services/tenancy.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { Store } from '../storage/store.js';
-import type { ReplayCache } from './auth/replay-cache.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
+import type { ReplayCache } from './replay-cache.js';
 
 export interface PlatformOptions {
   env: 'production' | 'sandbox';

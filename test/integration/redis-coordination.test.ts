@@ -8,11 +8,11 @@ import {
   RedisUnavailableError,
 } from '../../platform/coordination/redis-rate-limit-store.js';
 import { createRedisReplayCache } from '../../platform/coordination/redis-replay-cache.js';
-import { createReplayCache, type ReplayCache } from '../../platform/http/auth/replay-cache.js';
 import {
   createMemoryRateLimitStore,
   type RateLimitStore,
 } from '../../platform/http/rate-limit/rate-limiter.js';
+import { createReplayCache, type ReplayCache } from '../../platform/http/replay-cache.js';
 import { SIGNATURE_WINDOW_SECONDS } from '../../shared/index.js';
 import { startRedisServer, type TestRedis } from '../helpers/redis.js';
 

@@ -30,8 +30,8 @@ import { tokenTimes } from '../../services/access-tokens.js';
 import type { RegistrationResult } from '../../services/registration-service.js';
 import { presentedChain } from '../auth/client-certificate.js';
 import type { PlatformContext } from '../context.js';
-import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
+import { beginCredentialAttempt } from './credential-attempts.js';
 
 const device = { kind: 'device' } as const;
 const iso = (ms: number) => new Date(ms).toISOString();

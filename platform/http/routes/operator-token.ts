@@ -8,8 +8,8 @@ import {
 } from '../../../shared/index.js';
 import { ApiError, errors } from '../../domain/api-error.js';
 import type { PlatformContext } from '../context.js';
-import { beginCredentialAttempt } from '../rate-limit/credential-failures.js';
 import { enforceRateLimit, route } from '../route-spec.js';
+import { beginCredentialAttempt } from './credential-attempts.js';
 
 /** RFC 6749 §2.3.1: HTTP Basic with form-urlencoded client_id and client_secret. */
 function basicCredentials(request: FastifyRequest): { client_id: string; client_secret: string } | undefined {

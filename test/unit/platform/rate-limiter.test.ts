@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { failureSubject } from '../../../platform/http/rate-limit/credential-failures.js';
 import {
   createMemoryRateLimitStore,
   createRateLimiter,
@@ -7,6 +6,7 @@ import {
   type RateDecision,
   type RateLimitStore,
 } from '../../../platform/http/rate-limit/rate-limiter.js';
+import { failureSubject } from '../../../platform/http/routes/credential-attempts.js';
 
 const stores: RateLimitStore[] = [];
 afterEach(() => {

@@ -1,4 +1,4 @@
-import { SIGNATURE_WINDOW_SECONDS } from '../../../shared/index.js';
+import { SIGNATURE_WINDOW_SECONDS } from '../../shared/index.js';
 
 /**
  * Remembers the signatures used inside the replay window. The in-memory one serves one platform instance and

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { PlatformContext } from '../context.js';
+import { addressKey } from '../rate-limit/address-key.js';
 import { applyDecision } from '../route-spec.js';
-import { addressKey } from './address-key.js';
 
 /** The guard classes that count failed credential attempts (rate-limiter.ts GUARD_LIMITS). */
 export type FailureClass = 'operatorTokenFailures' | 'deviceTokenFailures' | 'registerFailures';
