@@ -23,6 +23,9 @@ z.config(en());
 /** ISO 8601 date-time; `Z` or an explicit offset. Stored and answered in UTC. */
 export const Timestamp = z.iso.datetime({ offset: true });
 
+/** A time in epoch milliseconds as the wire's Timestamp (UTC, milliseconds). */
+export const toTimestamp = (ms: number): string => new Date(ms).toISOString();
+
 /** Platform-issued and caller-chosen identifiers: letters, digits and `_ - . :`. No slashes, spaces or controls. */
 export const Identifier = z
   .string()

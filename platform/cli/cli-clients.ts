@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Scope } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import { CLIENT_ROTATION_GRACE_SECONDS } from '../domain/client-credentials.js';
 import { createClient, rotateClientSecret } from '../services/client-secrets.js';
 import type { DatabaseChoice } from '../storage/backends.js';
@@ -36,7 +37,7 @@ function listItem(c: ClientSummary) {
     operator_ids: c.operator_ids,
     scopes: c.scopes,
     status: c.status,
-    created_at: new Date(c.created_ms).toISOString(),
+    created_at: toTimestamp(c.created_ms),
   };
 }
 

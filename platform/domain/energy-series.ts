@@ -4,11 +4,11 @@
  */
 import type * as z from 'zod';
 import type { EnergySeries } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import type { EnergyBucket } from './energy.js';
 
 export type EnergySeriesItem = z.infer<typeof EnergySeries>['items'][number];
 
-const iso = (ms: number) => new Date(ms).toISOString();
 /** The precision a series answers in: kWh and kW to three decimals, i.e. Wh and W. */
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
@@ -28,8 +28,8 @@ export function energySeriesItems(
   for (let t = startMs; t < endMs; t += intervalMs) {
     const b = byStart.get(t);
     items.push({
-      start_time: iso(t),
-      end_time: iso(Math.min(t + intervalMs, endMs)),
+      start_time: toTimestamp(t),
+      end_time: toTimestamp(Math.min(t + intervalMs, endMs)),
       energy_imported: r3(b?.imported_kwh ?? 0),
       energy_exported: r3(b?.exported_kwh ?? 0),
       avg_power: r3(b && b.samples > 0 ? b.power_sum / b.samples : 0),

@@ -1,11 +1,10 @@
 import type { CommandStatus } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 
 /**
  * Load-flexibility controls (spec: `/v1/operator/control/flexibility`), pure: the window a control's commands
  * carry, its status as an operator sees it, its progress, and how a cancellation lifts it from the chargers.
  */
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * The parameters every command of a control carries: the request's, plus the control id and the window in
@@ -18,7 +17,12 @@ export function controlCommandParams<P extends { duration: number }>(
 ): { params: P & { control_id: string; starts_at: string; ends_at: string }; endMs: number } {
   const endMs = startMs + requested.duration * 1000;
   return {
-    params: { ...requested, control_id: controlId, starts_at: iso(startMs), ends_at: iso(endMs) },
+    params: {
+      ...requested,
+      control_id: controlId,
+      starts_at: toTimestamp(startMs),
+      ends_at: toTimestamp(endMs),
+    },
     endMs,
   };
 }
@@ -64,7 +68,7 @@ export function planCancellation(
     reversalDeviceIds: commands
       .filter((c) => c.status !== 'queued' && c.status !== 'cancelled' && c.status !== 'expired')
       .map((c) => c.device_id),
-    reversalParams: { ...control.params, ends_at: iso(nowMs) },
+    reversalParams: { ...control.params, ends_at: toTimestamp(nowMs) },
     reversalExpiryMs: control.ends_ms,
   };
 }

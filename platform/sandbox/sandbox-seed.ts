@@ -1,4 +1,5 @@
 import type { ChargingRecord, TelemetryRecord } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import { newId } from '../domain/ids.js';
 import { createClient } from '../services/client-secrets.js';
 import { registerCharger } from '../services/registration-service.js';
@@ -53,7 +54,7 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
       'an earlier sandbox start was interrupted while seeding: remove the data directory and start again',
     );
   }
-  await store.setSetting(SEEDING, new Date(nowMs).toISOString());
+  await store.setSetting(SEEDING, toTimestamp(nowMs));
   const rand = mulberry32(20261122);
   const operator = await store.createOperator('Sandbox Energy');
   const depot = await store.createSite({
@@ -133,7 +134,7 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
           // The last report before the charger went offline ends its session: an offline charger's connectors
           // read `unavailable` (DESIGN.md §7), and their last readings must not show power still flowing.
           telemetry.push({
-            timestamp: new Date(ts).toISOString(),
+            timestamp: toTimestamp(ts),
             connector_id,
             state: 'idle',
             voltage,
@@ -145,7 +146,7 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
           continue;
         }
         telemetry.push({
-          timestamp: new Date(ts).toISOString(),
+          timestamp: toTimestamp(ts),
           connector_id,
           state: charging ? 'charging' : discharging ? 'discharging' : 'idle',
           voltage,
@@ -171,8 +172,8 @@ export async function ensureSandbox(store: Store, keys: PlatformKeys, nowMs: num
         record_id: newId('rec'),
         device_id: deviceId,
         connector_id: 1 + Math.floor(rand() * 2),
-        start_time: new Date(start).toISOString(),
-        end_time: new Date(start + hours * 3_600_000).toISOString(),
+        start_time: toTimestamp(start),
+        end_time: toTimestamp(start + hours * 3_600_000),
         energy,
         max_power: round(Math.min(spec.power, avg * 1.2)),
         avg_power: avg,

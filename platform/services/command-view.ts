@@ -1,7 +1,6 @@
 import type { CommandView } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import type { CommandHistoryRow, CommandRow } from '../storage/store.js';
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A command as the operator API shows it, with its history; reason and control only when there is one. */
 export function commandView(c: CommandRow, history: readonly CommandHistoryRow[]): CommandView {
@@ -11,13 +10,13 @@ export function commandView(c: CommandRow, history: readonly CommandHistoryRow[]
     command: c.command,
     params: c.params,
     status: c.status,
-    expiry: iso(c.expiry_ms),
-    created_at: iso(c.created_ms),
-    updated_at: iso(c.updated_ms),
+    expiry: toTimestamp(c.expiry_ms),
+    created_at: toTimestamp(c.created_ms),
+    updated_at: toTimestamp(c.updated_ms),
     history: history.map((h) =>
       h.reason
-        ? { status: h.status, at: iso(h.at_ms), reason: h.reason }
-        : { status: h.status, at: iso(h.at_ms) },
+        ? { status: h.status, at: toTimestamp(h.at_ms), reason: h.reason }
+        : { status: h.status, at: toTimestamp(h.at_ms) },
     ),
   };
   if (c.reason) view.reason = c.reason;

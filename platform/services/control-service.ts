@@ -1,4 +1,5 @@
 import type { ControlView, FlexibilityRequest } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import { errors } from '../domain/api-error.js';
 import {
   controlCommandParams,
@@ -34,8 +35,6 @@ export interface ControlActor {
   clientId: string;
   operatorIds: readonly string[];
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 export function createControlService(deps: ControlServiceDeps) {
   /** The control, if the actor may see every operator it belongs to; another tenant's is as good as missing. */
@@ -118,8 +117,8 @@ export function createControlService(deps: ControlServiceDeps) {
         params: control.params,
         target_type: control.target_type,
         target_ids: control.target_ids,
-        created_at: iso(control.created_ms),
-        ends_at: iso(control.ends_ms),
+        created_at: toTimestamp(control.created_ms),
+        ends_at: toTimestamp(control.ends_ms),
         device_count: commands.length,
         progress: controlProgress(commands),
         devices: commands,

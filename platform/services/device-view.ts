@@ -1,7 +1,6 @@
 import type { Connector, Device } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import type { ConnectorRow, DeviceRow } from '../storage/store.js';
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The operator's view of a connector: live state, or `unavailable` while its device is offline. */
 export function connectorView(row: ConnectorRow, deviceOnline: boolean): Connector {
@@ -15,7 +14,7 @@ export function connectorView(row: ConnectorRow, deviceOnline: boolean): Connect
   c.energy_delivered = row.energy_delivered ?? 0;
   if (row.soc !== null) c.soc = row.soc;
   if (row.temperature !== null) c.temperature = row.temperature;
-  if (row.last_telemetry_ms !== null) c.last_telemetry_time = iso(row.last_telemetry_ms);
+  if (row.last_telemetry_ms !== null) c.last_telemetry_time = toTimestamp(row.last_telemetry_ms);
   if (row.max_power_kw !== null) c.max_power_kw = row.max_power_kw;
   c.v2g_capable = row.v2g_capable;
   return c;
@@ -31,7 +30,7 @@ export function deviceView(row: DeviceRow, connectors: readonly ConnectorRow[], 
   if (row.model !== null) d.model = row.model;
   if (row.manufacturer !== null) d.manufacturer = row.manufacturer;
   if (row.firmware_version !== null) d.firmware_version = row.firmware_version;
-  if (row.last_heartbeat_ms !== null) d.last_heartbeat = iso(row.last_heartbeat_ms);
+  if (row.last_heartbeat_ms !== null) d.last_heartbeat = toTimestamp(row.last_heartbeat_ms);
   if (row.site_id !== null) d.site_id = row.site_id;
   return d;
 }

@@ -6,6 +6,7 @@ import {
   type EnergyQuery,
   ONLINE_WINDOW_SECONDS,
   type StoredEvent,
+  toTimestamp,
 } from '../../shared/index.js';
 import { rollupAlignedRange } from '../domain/energy-rollup.js';
 import { energySeriesItems } from '../domain/energy-series.js';
@@ -20,8 +21,6 @@ export interface OperatorReadServiceDeps {
   liveness: Liveness;
   now: () => number;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * What an operator reads: sites, chargers with their connectors' live state, their events, charging records and
@@ -85,8 +84,8 @@ export function createOperatorReadService(deps: OperatorReadServiceDeps) {
       return {
         ...(query.device_id ? { device_id: query.device_id } : { site_id: query.site_id }),
         interval: query.interval,
-        start_time: iso(startMs),
-        end_time: iso(endMs),
+        start_time: toTimestamp(startMs),
+        end_time: toTimestamp(endMs),
         items: energySeriesItems(buckets, { startMs, endMs, intervalMs }),
       };
     },
@@ -103,8 +102,8 @@ export function storedEventView(e: StoredEventRow): StoredEventView {
     event_id: e.event_id,
     kind: e.kind,
     severity: e.severity as StoredEventView['severity'],
-    timestamp: iso(e.ts_ms),
-    received_at: iso(e.received_ms),
+    timestamp: toTimestamp(e.ts_ms),
+    received_at: toTimestamp(e.received_ms),
   };
   if (e.connector_id !== null) out.connector_id = e.connector_id;
   if (e.message !== null) out.message = e.message;

@@ -6,6 +6,7 @@ import type {
   TelemetryRecord,
   WebhookEventType,
 } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import { mayFollowControl } from '../domain/flexibility.js';
 import { newId } from '../domain/ids.js';
 import type { ControlRow, DeviceRow, NewDelivery, Store, WebhookRow } from '../storage/store.js';
@@ -24,7 +25,6 @@ export interface WebhookEventsOptions {
 }
 
 type Data = Record<string, unknown>;
-const iso = (ms: number) => new Date(ms).toISOString();
 /** Device events of these severities are also sent as `device.fault`. */
 const FAULT_SEVERITIES = new Set(['error', 'critical']);
 
@@ -86,7 +86,7 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
   function queue(hooks: readonly WebhookRow[], type: WebhookEventType, data: Data, atMs: number): void {
     if (hooks.length === 0) return;
     const created = now();
-    const payload = JSON.stringify({ type, timestamp: iso(atMs), data });
+    const payload = JSON.stringify({ type, timestamp: toTimestamp(atMs), data });
     for (const h of hooks)
       pending.push({
         delivery_id: newId('msg'),
@@ -140,14 +140,14 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
             connector_id: r.connector_id,
             state: r.state,
             previous_state: before,
-            at: iso(at),
+            at: toTimestamp(at),
           },
           at,
         );
       }
     },
     deviceStatus(deviceId, status, atMs) {
-      emit(`device.${status}`, deviceId, { device_id: deviceId, status, at: iso(atMs) }, atMs);
+      emit(`device.${status}`, deviceId, { device_id: deviceId, status, at: toTimestamp(atMs) }, atMs);
     },
     commandStatus(c, atMs) {
       if (c.status === 'queued') return;
@@ -156,7 +156,7 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
         device_id: c.device_id,
         command: c.command,
         status: c.status,
-        at: iso(atMs),
+        at: toTimestamp(atMs),
       };
       if (c.reason) data.reason = c.reason;
       emit('command.status_changed', c.device_id, data, atMs);
@@ -227,9 +227,9 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
         command: control.command,
         target_type: control.target_type,
         target_ids: control.target_ids,
-        created_at: iso(control.created_ms),
-        ends_at: iso(control.ends_ms),
-        at: iso(atMs),
+        created_at: toTimestamp(control.created_ms),
+        ends_at: toTimestamp(control.ends_ms),
+        at: toTimestamp(atMs),
       };
       queue(hooks, 'control.status_changed', data, atMs);
     },
@@ -242,7 +242,7 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
         type: 'webhook.test',
         payload: JSON.stringify({
           type: 'webhook.test',
-          timestamp: iso(created),
+          timestamp: toTimestamp(created),
           data: { webhook_id: hook.webhook_id },
         }),
         created_ms: created,

@@ -1,5 +1,6 @@
 import type * as z from 'zod';
 import {
+  toTimestamp,
   WEBHOOKS_PER_CLIENT,
   type Webhook,
   type WebhookCreate,
@@ -27,8 +28,6 @@ export interface WebhookServiceDeps {
   /** `--webhooks-allow-private`: http and non-public addresses are accepted (the sandbox). */
   allowPrivate: boolean;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * Webhook endpoints of an API client (DESIGN.md §14): managed only by the client that created them; another
@@ -157,8 +156,8 @@ export function webhookView(row: WebhookRow): Webhook {
     description: row.description,
     status: row.status,
     disabled_reason: row.disabled_reason,
-    created_at: iso(row.created_ms),
-    updated_at: iso(row.updated_ms),
+    created_at: toTimestamp(row.created_ms),
+    updated_at: toTimestamp(row.updated_ms),
   };
 }
 
@@ -166,12 +165,12 @@ export function deliveryView(row: DeliveryRow): WebhookDelivery {
   return {
     delivery_id: row.delivery_id,
     type: row.type,
-    created_at: iso(row.created_ms),
+    created_at: toTimestamp(row.created_ms),
     attempts: row.attempts,
     last_status: row.last_status,
     last_error: storedErrorCategory(row.last_error),
     next_attempt_at:
-      row.state === 'pending' && row.next_attempt_ms !== null ? iso(row.next_attempt_ms) : null,
+      row.state === 'pending' && row.next_attempt_ms !== null ? toTimestamp(row.next_attempt_ms) : null,
     state: row.state,
   };
 }

@@ -1,4 +1,5 @@
 import type { ChargingRecord } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 
 /**
  * What both backends store of a charging record and read back, and the per-day counters they keep of them
@@ -21,16 +22,14 @@ export interface StoredChargingRecord {
   soc_end: number | null;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
-
 /** The wire form: absent fields stay absent (never null), vehicle info only when something of it is known. */
 export function toChargingRecord(r: StoredChargingRecord): ChargingRecord {
   const rec: ChargingRecord = {
     record_id: r.record_id,
     device_id: r.device_id,
     connector_id: r.connector_id,
-    start_time: iso(r.start_ms),
-    end_time: iso(r.end_ms),
+    start_time: toTimestamp(r.start_ms),
+    end_time: toTimestamp(r.end_ms),
     energy: r.energy,
   };
   if (r.max_power !== null) rec.max_power = r.max_power;

@@ -1,4 +1,5 @@
 import type { PendingCommand } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import { newId } from '../domain/ids.js';
 import type { CommandRow, ControlRow, NewCommand } from './store.js';
 
@@ -27,7 +28,7 @@ export function toPendingCommand(r: CommandRow): PendingCommand {
     command_id: r.command_id,
     command: r.command,
     params: r.params,
-    expiry: new Date(r.expiry_ms).toISOString(),
+    expiry: toTimestamp(r.expiry_ms),
   };
 }
 

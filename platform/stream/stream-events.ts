@@ -1,4 +1,5 @@
 import type { TelemetryRecord } from '../../shared/index.js';
+import { toTimestamp } from '../../shared/index.js';
 import type { PlatformEvents } from '../services/platform-events.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
 import type { Subscriber } from './subscribers.js';
@@ -67,7 +68,7 @@ export function createStreamEvents(
         type: 'device_status',
         device_id: deviceId,
         status,
-        at: new Date(atMs).toISOString(),
+        at: toTimestamp(atMs),
       });
       for (const s of audience) send(s, text);
     },
@@ -80,7 +81,7 @@ export function createStreamEvents(
         device_id: c.device_id,
         command: c.command,
         status: c.status,
-        at: new Date(atMs).toISOString(),
+        at: toTimestamp(atMs),
       };
       if (c.reason) message.reason = c.reason;
       const text = JSON.stringify(message);

@@ -10,6 +10,7 @@ import {
   envelopeOf,
   OperatorTokenResponse,
   RATE_LIMITS,
+  toTimestamp,
 } from '../../shared/index.js';
 import { type BenchPlatform, summarize } from './bench-platform.js';
 import { type Answer, chargerToken, expectOk, type Http, send } from './data-volume-http.js';
@@ -173,7 +174,6 @@ interface ReadSpec {
 
 function readSpecs(m: ReadTarget): ReadSpec[] {
   const end = Math.ceil(m.end_ms / HOUR) * HOUR;
-  const iso = (ms: number) => new Date(ms).toISOString();
   const energy = (
     name: string,
     target: Record<string, string>,
@@ -181,7 +181,7 @@ function readSpecs(m: ReadTarget): ReadSpec[] {
     interval: keyof typeof ENERGY_INTERVAL_MS,
   ) => ({
     name,
-    path: `/v1/operator/energy?${new URLSearchParams({ ...target, start_time: iso(end - days * DAY), end_time: iso(end), interval })}`,
+    path: `/v1/operator/energy?${new URLSearchParams({ ...target, start_time: toTimestamp(end - days * DAY), end_time: toTimestamp(end), interval })}`,
     check(body: unknown) {
       const items = envelopeOf(EnergySeries).parse(body).data.items;
       const buckets = (days * DAY) / ENERGY_INTERVAL_MS[interval];
@@ -214,7 +214,11 @@ function readSpecs(m: ReadTarget): ReadSpec[] {
     energy('energy site 7d 1d', site, 7, '1d'),
     energy('energy charger 7d 1h', device, 7, '1h'),
     records('records page 1', { size: '20' }, m.records),
-    records('records last day', { start_time: iso(end - DAY), end_time: iso(end), size: '20' }),
+    records('records last day', {
+      start_time: toTimestamp(end - DAY),
+      end_time: toTimestamp(end),
+      size: '20',
+    }),
     records('records one charger', { ...device, size: '20' }, m.charger_records),
     records('records page 5000', { page: '5000', size: '20' }, m.records),
     {

@@ -22,6 +22,7 @@ import {
   TelemetryBatchAccepted,
   TelemetryBatchRequest,
   TelemetryRecord,
+  toTimestamp,
   UploadAccepted,
 } from '../../../shared/index.js';
 import { errors } from '../../domain/api-error.js';
@@ -34,7 +35,6 @@ import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-
 import { beginCredentialAttempt } from './credential-attempts.js';
 
 const device = { kind: 'device' } as const;
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The answer to a refused registration. */
 function registrationRefused(outcome: Exclude<RegistrationResult, { kind: 'registered' }>) {
@@ -133,7 +133,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       response: HeartbeatData,
       handler: async ({ body, request }) => {
         const { commands, atMs } = await reporting.heartbeat(deviceId(request), body);
-        return { commands, server_time: iso(atMs) };
+        return { commands, server_time: toTimestamp(atMs) };
       },
     }),
     route({
@@ -158,7 +158,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
             query.wait * 1000,
             hungUp.signal,
           );
-          return { commands, server_time: iso(atMs) };
+          return { commands, server_time: toTimestamp(atMs) };
         } finally {
           reply.raw.off('close', onClose);
         }

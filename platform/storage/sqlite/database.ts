@@ -45,8 +45,6 @@ function ownerOnly(file: string): void {
   }
 }
 
-export const iso = (ms: number) => new Date(ms).toISOString();
-
 export function placeholders(n: number): string {
   return new Array(n).fill('?').join(',');
 }
