@@ -5,3 +5,8 @@ export interface Page<T> {
   size: number;
   items: T[];
 }
+
+/** Rows skipped before page `page` (1-based) of `size` rows: the listings' OFFSET. */
+export function pageOffset(page: number, size: number): number {
+  return (page - 1) * size;
+}

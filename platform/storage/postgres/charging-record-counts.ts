@@ -7,6 +7,7 @@ import {
   startWindows,
 } from '../../domain/record-paging.js';
 import { type CounterChange, counterChanges } from '../charging-record-rows.js';
+import { pageOffset } from '../page.js';
 import type { Sql } from './database.js';
 
 /**
@@ -124,7 +125,7 @@ export async function locateByCounts(
   if (end === undefined) for (const n of starts.values()) total += n;
   else total = sumDaysBefore(starts, dayOf(end)) + exact.counts.shift()!;
   if (upTo !== undefined) total -= sumDaysBefore(endsBy, dayOf(upTo)) + exact.counts.shift()!;
-  const at = locatePage(startWindows(start, end, starts, exact.counts), (q.page - 1) * q.size, q.size);
+  const at = locatePage(startWindows(start, end, starts, exact.counts), pageOffset(q.page, q.size), q.size);
   return { total, at, maxDurationMs: exact.maxDurationMs };
 }
 

@@ -6,6 +6,7 @@ import {
   type StoredChargingRecord,
   toChargingRecord,
 } from '../charging-record-rows.js';
+import { pageOffset } from '../page.js';
 import type { Page } from '../store.js';
 import {
   counterWrites,
@@ -230,7 +231,7 @@ async function listForDevice(
     `SELECT COUNT(*) AS n FROM charging_records WHERE ${where.join(' AND ')}`,
     [...p.values], // the page's query adds its own to `p`
   );
-  const items = await readPage(sql, p, where, q.size, (q.page - 1) * q.size);
+  const items = await readPage(sql, p, where, q.size, pageOffset(q.page, q.size));
   return { total: count?.n ?? 0, page: q.page, size: q.size, items };
 }
 

@@ -1,6 +1,7 @@
 import type { ChargingSchedule } from '../../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../../domain/command-lifecycle.js';
 import { controlValues, queuedCommandRow, toPendingCommand } from '../command-rows.js';
+import { pageOffset } from '../page.js';
 import type {
   CommandHistoryRow,
   CommandRepository,
@@ -306,7 +307,7 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
       const rows = await db.query<{ body: ChargingSchedule }>(
         `SELECT body FROM schedules WHERE device_id = $1 AND connector_id = $2 ORDER BY schedule_id ${C}
          LIMIT $3 OFFSET $4`,
-        [deviceId, connectorId, size, (page - 1) * size],
+        [deviceId, connectorId, size, pageOffset(page, size)],
       );
       return { total: count?.n ?? 0, page, size, items: rows.map((r) => r.body) };
     },

@@ -1,3 +1,5 @@
+import { deviceCommandStatements } from '../command-rows.js';
+import { pageOffset } from '../page.js';
 import type { CommandHistoryRow, CommandRepository, CommandRow } from '../store.js';
 import type { PgDatabase } from './database.js';
 
@@ -22,20 +24,19 @@ export function createPgDeviceCommands(db: PgDatabase): Pick<CommandRepository, 
        FROM commands c WHERE ${where(withStatus)}
        ORDER BY c.created_ms DESC, c.command_id COLLATE "C" DESC LIMIT $${limit} OFFSET $${limit + 1}`;
   };
-  const sql = {
-    all: { count: countSql(false), page: pageSql(false) },
-    byStatus: { count: countSql(true), page: pageSql(true) },
-  };
+  const statements = deviceCommandStatements((withStatus) => ({
+    count: countSql(withStatus),
+    page: pageSql(withStatus),
+  }));
 
   return {
     async listDeviceCommands(deviceId, { status, page, size }) {
-      const { count, page: pageOfRows } = status === undefined ? sql.all : sql.byStatus;
-      const args = status === undefined ? [deviceId] : [deviceId, status];
+      const { count, page: pageOfRows, args } = statements(deviceId, status);
       const [counted] = await db.query<{ n: number }>(count, args);
       const rows = await db.query<CommandRow & { history: CommandHistoryRow[] }>(pageOfRows, [
         ...args,
         size,
-        (page - 1) * size,
+        pageOffset(page, size),
       ]);
       const items = rows.map(({ history, ...command }) => ({
         command,

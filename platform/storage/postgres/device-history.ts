@@ -1,3 +1,4 @@
+import { pageOffset } from '../page.js';
 import type { DeviceHistoryRepository, StoredEventRow } from '../store.js';
 import type { PgDatabase } from './database.js';
 
@@ -39,7 +40,7 @@ export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
       const items = await db.query<StoredEventRow>(
         `SELECT ${EVENT_COLUMNS} FROM device_events WHERE device_id = $1 ORDER BY ts_ms DESC, id DESC
          LIMIT $2 OFFSET $3`,
-        [deviceId, size, (page - 1) * size],
+        [deviceId, size, pageOffset(page, size)],
       );
       return { total: count?.n ?? 0, page, size, items };
     },

@@ -1,4 +1,5 @@
 import { newId } from '../../domain/ids.js';
+import { pageOffset } from '../page.js';
 import type {
   DeviceRepository,
   DeviceRow,
@@ -258,7 +259,7 @@ async function listDevicesPage(
   const rows = await db.query<DeviceRow & { total: number }>(
     `SELECT ${D_DEVICE_COLUMNS}, COUNT(*) OVER () AS total ${from}
      ORDER BY d.device_id LIMIT $${limit} OFFSET $${limit + 1}`,
-    [...values, q.size, (q.page - 1) * q.size],
+    [...values, q.size, pageOffset(q.page, q.size)],
   );
   const total =
     rows[0]?.total ?? (await db.query<{ n: number }>(`SELECT COUNT(*) AS n ${from}`, values))[0]?.n ?? 0;

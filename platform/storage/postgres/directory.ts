@@ -1,6 +1,7 @@
 import type { Scope } from '../../../shared/index.js';
 import { newId } from '../../domain/ids.js';
 import type { ClientEntry, DeviceEntry } from '../directory-rows.js';
+import { pageOffset } from '../page.js';
 import type {
   ClientRow,
   ClientSummary,
@@ -219,7 +220,7 @@ export function createPgDirectory(
            COUNT(*) OVER () AS total
          FROM sites s WHERE s.operator_id = ANY($1::text[])
          ORDER BY s.created_ms, s.site_id LIMIT $2 OFFSET $3`,
-        [ops, size, (page - 1) * size],
+        [ops, size, pageOffset(page, size)],
       );
       const total = rows[0]?.total ?? (await countSites(db, ops));
       const items = rows.map(({ total: _total, ...site }) => site);

@@ -1,3 +1,4 @@
+import { pageOffset } from '../page.js';
 import type { DeliveryRow, WebhookRepository, WebhookRow } from '../store.js';
 import { webhookChangeColumns } from '../webhook-rows.js';
 import type { PgDatabase } from './database.js';
@@ -57,7 +58,7 @@ export function createPgWebhooks(db: PgDatabase): WebhookRepository {
       const items = await db.query<WebhookRow>(
         `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE client_id = $1 ORDER BY created_ms, webhook_id
          LIMIT $2 OFFSET $3`,
-        [clientId, size, (page - 1) * size],
+        [clientId, size, pageOffset(page, size)],
       );
       return { total: count?.n ?? 0, page, size, items };
     },
@@ -143,7 +144,7 @@ export function createPgWebhooks(db: PgDatabase): WebhookRepository {
       const items = await db.query<DeliveryRow>(
         `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1
          ORDER BY created_ms DESC, delivery_id DESC LIMIT $2 OFFSET $3`,
-        [webhookId, size, (page - 1) * size],
+        [webhookId, size, pageOffset(page, size)],
       );
       return { total: count?.n ?? 0, page, size, items };
     },

@@ -8,6 +8,7 @@ import {
   type StoredChargingRecord,
   toChargingRecord,
 } from '../charging-record-rows.js';
+import { pageOffset } from '../page.js';
 import type { Page } from '../store.js';
 import type { SqlReader } from './reader.js';
 
@@ -124,7 +125,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
           : await countWhere(s, 'start_ms >= ? AND start_ms < ? AND end_ms > ?', [low, high, start]),
       );
     }
-    const at = locatePage(startWindows(start, end, starts, exact), (q.page - 1) * q.size, q.size);
+    const at = locatePage(startWindows(start, end, starts, exact), pageOffset(q.page, q.size), q.size);
     const where: string[] = [s.sql];
     const args: Array<string | number> = [...s.args];
     if (at.beforeMs !== null) {
@@ -175,7 +176,7 @@ export function createSqliteChargingRecords(db: Database.Database, reader: SqlRe
     const total = (await reader.get<{ n: number }>(`SELECT COUNT(*) AS n ${from}`, args))?.n ?? 0;
     const rows = await reader.all<StoredChargingRecord>(
       `SELECT * ${from} ORDER BY start_ms DESC, record_id DESC LIMIT ? OFFSET ?`,
-      [...args, q.size, (q.page - 1) * q.size],
+      [...args, q.size, pageOffset(q.page, q.size)],
     );
     return { total, page: q.page, size: q.size, items: rows.map(toChargingRecord) };
   };

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ChargingSchedule } from '../../../shared/index.js';
 import { decideStatusReport, mayCancel, REASON } from '../../domain/command-lifecycle.js';
 import { controlValues, queuedCommandRow, toPendingCommand } from '../command-rows.js';
+import { pageOffset } from '../page.js';
 import type {
   CommandHistoryRow,
   CommandRepository,
@@ -248,7 +249,7 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
     async listSchedules(deviceId, connectorId, page, size) {
       const total = (stmt.countSchedules.get(deviceId, connectorId) as { n: number }).n;
       const items = (
-        stmt.listSchedules.all(deviceId, connectorId, size, (page - 1) * size) as Array<{ body: string }>
+        stmt.listSchedules.all(deviceId, connectorId, size, pageOffset(page, size)) as Array<{ body: string }>
       ).map((r) => JSON.parse(r.body) as ChargingSchedule);
       return { total, page, size, items };
     },

@@ -1,3 +1,5 @@
+import { deviceCommandStatements } from '../command-rows.js';
+import { pageOffset } from '../page.js';
 import type { CommandHistoryRow, CommandRepository } from '../store.js';
 import type { SqlReader } from './reader.js';
 import { type RawCommand, toCommand } from './rows.js';
@@ -18,20 +20,19 @@ export function createSqliteDeviceCommands(reader: SqlReader): Pick<CommandRepos
        FROM command_history h WHERE h.command_id = c.command_id) AS history
      FROM commands c WHERE ${where(withStatus)}
      ORDER BY c.created_ms DESC, c.command_id DESC LIMIT ? OFFSET ?`;
-  const sql = {
-    all: { count: countSql(false), page: pageSql(false) },
-    byStatus: { count: countSql(true), page: pageSql(true) },
-  };
+  const statements = deviceCommandStatements((withStatus) => ({
+    count: countSql(withStatus),
+    page: pageSql(withStatus),
+  }));
 
   return {
     async listDeviceCommands(deviceId, { status, page, size }) {
-      const { count, page: pageOfRows } = status === undefined ? sql.all : sql.byStatus;
-      const args = status === undefined ? [deviceId] : [deviceId, status];
+      const { count, page: pageOfRows, args } = statements(deviceId, status);
       const total = (await reader.get<{ n: number }>(count, args))?.n ?? 0;
       const rows = await reader.all<RawCommand & { history: string }>(pageOfRows, [
         ...args,
         size,
-        (page - 1) * size,
+        pageOffset(page, size),
       ]);
       const items = rows.map(({ history, ...raw }) => ({
         command: toCommand(raw),

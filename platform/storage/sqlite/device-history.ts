@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { pageOffset } from '../page.js';
 import type { DeviceHistoryRepository, StoredEventRow } from '../store.js';
 
 /** Charger events and firmware reports. */
@@ -49,7 +50,7 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
     async listEvents(deviceId, page, size) {
       const total = (stmt.countEvents.get(deviceId) as { n: number }).n;
       const items = (
-        stmt.listEvents.all(deviceId, size, (page - 1) * size) as Array<
+        stmt.listEvents.all(deviceId, size, pageOffset(page, size)) as Array<
           Omit<StoredEventRow, 'data'> & { data: string | null }
         >
       ).map((r) => ({ ...r, data: r.data ? (JSON.parse(r.data) as Record<string, unknown>) : null }));

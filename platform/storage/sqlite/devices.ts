@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { newId } from '../../domain/ids.js';
+import { pageOffset } from '../page.js';
 import type { DeviceRepository, StoredRegistration, TargetedDevice } from '../store.js';
 import type { SqliteChargingRecords } from './charging-records.js';
 import { placeholders, type StatementCache } from './database.js';
@@ -172,7 +173,7 @@ export function createSqliteDevices(deps: {
       const rows = prepared(`SELECT d.* ${from} ORDER BY d.device_id LIMIT ? OFFSET ?`).all(
         ...args,
         q.size,
-        (q.page - 1) * q.size,
+        pageOffset(q.page, q.size),
       ) as RawDevice[];
       return { total, page: q.page, size: q.size, items: rows.map(toDevice) };
     },

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { Scope } from '../../../shared/index.js';
 import { newId } from '../../domain/ids.js';
 import type { ClientEntry } from '../directory-rows.js';
+import { pageOffset } from '../page.js';
 import type {
   ClientRow,
   ClientSummary,
@@ -215,7 +216,7 @@ export function createSqliteDirectory(db: Database.Database, now: () => number, 
         `SELECT s.site_id, s.operator_id, s.name, s.timezone,
            (SELECT COUNT(*) FROM devices d WHERE d.site_id = s.site_id) AS device_count
          FROM sites s WHERE s.operator_id IN (${ops}) ORDER BY s.created_ms, s.site_id LIMIT ? OFFSET ?`,
-      ).all(...operatorIds, size, (page - 1) * size) as Array<SiteRow & { device_count: number }>;
+      ).all(...operatorIds, size, pageOffset(page, size)) as Array<SiteRow & { device_count: number }>;
       return { total, page, size, items };
     },
     async getSetting(key) {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { pageOffset } from '../page.js';
 import type { DeliveryRow, WebhookChanges, WebhookRepository, WebhookRow } from '../store.js';
 import { webhookChangeColumns } from '../webhook-rows.js';
 
@@ -87,7 +88,7 @@ export function createSqliteWebhooks(db: Database.Database): WebhookRepository {
     },
     async listWebhooks(clientId, page, size) {
       const { n } = stmt.countForClient.get(clientId) as { n: number };
-      const items = (stmt.list.all(clientId, size, (page - 1) * size) as RawWebhook[]).map(toWebhook);
+      const items = (stmt.list.all(clientId, size, pageOffset(page, size)) as RawWebhook[]).map(toWebhook);
       return { total: n, page, size, items };
     },
     async enabledWebhooks() {
@@ -150,7 +151,7 @@ export function createSqliteWebhooks(db: Database.Database): WebhookRepository {
     },
     async listDeliveries(webhookId, page, size) {
       const { n } = stmt.countDeliveries.get(webhookId) as { n: number };
-      const items = stmt.listDeliveries.all(webhookId, size, (page - 1) * size) as DeliveryRow[];
+      const items = stmt.listDeliveries.all(webhookId, size, pageOffset(page, size)) as DeliveryRow[];
       return { total: n, page, size, items };
     },
     async redeliver(webhookId, deliveryId, nowMs) {
