@@ -155,6 +155,11 @@ export async function startBenchPlatform(
   };
 }
 
+/** One telemetry record of a charger charging at 11 kW: the body the latency benchmarks POST. */
+export function chargingTelemetry(timestamp: string) {
+  return { timestamp, connector_id: 1, state: 'charging', power: 11, voltage: 230, current: 16, soc: 50 };
+}
+
 /** A loopback port nothing listens on right now. */
 async function freeLoopbackPort(): Promise<number> {
   const server = createServer();

@@ -9,6 +9,7 @@ import {
   benchDevice,
   benchTenant,
   call,
+  chargingTelemetry,
   startBenchPlatform,
   summarize,
 } from './bench-platform.js';
@@ -88,15 +89,7 @@ async function measureStream(platform: BenchPlatform, tenant: Tenant, token: str
         sentAt.set(`${d.deviceId}|${timestamp}`, performance.now());
         const res = await call(platform, 'POST', '/v1/device/telemetry', {
           token: d.token,
-          json: {
-            timestamp,
-            connector_id: 1,
-            state: 'charging',
-            power: 11,
-            voltage: 230,
-            current: 16,
-            soc: 50,
-          },
+          json: chargingTelemetry(timestamp),
         });
         if (res.status !== 200) throw new Error(`telemetry: ${res.status}`);
         await sleep(110); // within the 10/s per-device budget

@@ -8,7 +8,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { benchArgsOrExit, DATABASE_OPTION, REDIS_OPTION } from './bench-args.js';
 import { withBenchDatabase } from './bench-database.js';
-import { type BenchPlatform, benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
+import {
+  type BenchPlatform,
+  benchTenant,
+  call,
+  chargingTelemetry,
+  startBenchPlatform,
+  summarize,
+} from './bench-platform.js';
 
 /**
  * Stream latency under load: telemetry POSTs at a fixed total rate (default 2,000 per second) spread over enough
@@ -174,15 +181,7 @@ async function sendOpenLoop(
       inflight.push(
         call(platform, 'POST', '/v1/device/telemetry', {
           token: d.token,
-          json: {
-            timestamp,
-            connector_id: 1,
-            state: 'charging',
-            power: 11,
-            voltage: 230,
-            current: 16,
-            soc: 50,
-          },
+          json: chargingTelemetry(timestamp),
         }).then(
           (r) => {
             if (r.status !== 200) failed(`${r.status} ${r.body?.error?.code ?? ''}`.trim());
