@@ -2,7 +2,6 @@
  * The options of a fleet run: what `runFleet` (and `runFleetInWorkers`) accept, how they are checked (the
  * `charger-sim fleet` flags' messages), their defaults, and the settings a run resolves from them once.
  */
-
 import type { DestinationStream, Level } from 'pino';
 import { DEFAULT_TELEMETRY_INTERVALS } from '../../agent/core/telemetry.js';
 import type { AgentTuning } from '../../agent/runtime/agent-runtime.js';
