@@ -28,6 +28,58 @@ import { unitLaunch } from './unit-launch.js';
 const DEFAULT_BUNDLE = fileURLToPath(new URL('../../../dist-agent/', import.meta.url));
 export const FOOTPRINT_GOAL_OVER_BARE_MIB = 25;
 
+/** Starts a bundled agent on the simulated HAL against the platform, under `dir/<name>`; keeps it in `children`. */
+function agentStarter(o: {
+  launcher: string;
+  dir: string;
+  platformUrl: string;
+  config: string;
+  children: ChildProcess[];
+}) {
+  return (name: string, nodeArgs: readonly string[], env: Record<string, string>) => {
+    const child = spawn(
+      process.execPath,
+      [
+        ...nodeArgs,
+        o.launcher,
+        'run',
+        '--data-dir',
+        join(o.dir, name),
+        '--platform-url',
+        o.platformUrl,
+        '--ca',
+        join(o.dir, 'ca.pem'),
+        '--sn',
+        `FOOTPRINT-${name}`,
+        '--hal',
+        'simulated',
+        '--connectors',
+        '2',
+        '--config',
+        o.config,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } },
+    );
+    o.children.push(child);
+    return child;
+  };
+}
+
+/** Samples every process each 5 s for `minutes`; one that exits fails the measurement. */
+async function sampleFor(watched: readonly ChildProcess[], minutes: number): Promise<ProcessSample[][]> {
+  const samples: ProcessSample[][] = watched.map(() => []);
+  const end = Date.now() + minutes * 60_000;
+  for (;;) {
+    watched.forEach((child, i) => {
+      if (child.exitCode !== null) throw new Error(`a measured process exited (${child.exitCode})`);
+      samples[i]!.push(sampleProcess(child.pid!));
+    });
+    if (Date.now() >= end) break;
+    await sleep(5_000);
+  }
+  return samples;
+}
+
 export async function measureAgentFootprint(minutes = 10, bundle = DEFAULT_BUNDLE) {
   const launcher = join(bundle, 'charger-agent.mjs');
   const unitFile = join(bundle, 'charger-agent.service');
@@ -47,33 +99,7 @@ export async function measureAgentFootprint(minutes = 10, bundle = DEFAULT_BUNDL
       }),
     );
     await writeFile(join(dir, 'ca.pem'), platform.ca);
-    const startAgent = (name: string, nodeArgs: readonly string[], env: Record<string, string>) => {
-      const child = spawn(
-        process.execPath,
-        [
-          ...nodeArgs,
-          launcher,
-          'run',
-          '--data-dir',
-          join(dir, name),
-          '--platform-url',
-          platform.url,
-          '--ca',
-          join(dir, 'ca.pem'),
-          '--sn',
-          `FOOTPRINT-${name}`,
-          '--hal',
-          'simulated',
-          '--connectors',
-          '2',
-          '--config',
-          config,
-        ],
-        { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } },
-      );
-      children.push(child);
-      return child;
-    };
+    const startAgent = agentStarter({ launcher, dir, platformUrl: platform.url, config, children });
     const plain = startAgent('plain', [], {});
     const asUnit = startAgent('unit', unit.nodeArgs, unit.env);
     const withSchedule = startAgent('schedule', unit.nodeArgs, unit.env);
@@ -83,16 +109,7 @@ export async function measureAgentFootprint(minutes = 10, bundle = DEFAULT_BUNDL
     const scheduleId = await setDailySchedule(platform, 'FOOTPRINT-schedule');
     await warmUp;
     const watched = [bare, plain, asUnit, withSchedule];
-    const samples: ProcessSample[][] = watched.map(() => []);
-    const end = Date.now() + minutes * 60_000;
-    for (;;) {
-      watched.forEach((child, i) => {
-        if (child.exitCode !== null) throw new Error(`a measured process exited (${child.exitCode})`);
-        samples[i]!.push(sampleProcess(child.pid!));
-      });
-      if (Date.now() >= end) break;
-      await sleep(5_000);
-    }
+    const samples = await sampleFor(watched, minutes);
     assertScheduleOnCharger(join(dir, 'schedule'), scheduleId);
     for (const agent of [plain, asUnit, withSchedule]) {
       const exited = new Promise((r) => agent.once('exit', r));

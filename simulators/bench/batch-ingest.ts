@@ -26,6 +26,40 @@ export function measureBatchIngest(
   );
 }
 
+const ROWS = 500;
+const TAIL =
+  '","connector_id":1,"state":"charging","voltage":231.2,"current":31.9,"power":22.1,' +
+  '"energy_delivered":12.345,"soc":57,"temperature":31.5}';
+
+/**
+ * Batches of `ROWS` records, round robin over the chargers, to the platform; one batch of the same size to the
+ * bare server. Five days back: a backlog, every record new (the platform ignores exact repeats).
+ */
+function batchRequests(headers: Array<Record<string, string>>) {
+  const devices = headers.map((auth) => ({ auth, n: 0 }));
+  const base = Date.now() - 5 * 86_400_000;
+  const body = (d: { n: number }) => {
+    const parts: string[] = new Array(ROWS);
+    for (let k = 0; k < ROWS; k++)
+      parts[k] = `{"timestamp":"${new Date(base + d.n++ * 5000).toISOString()}${TAIL}`;
+    return `{"records":[${parts.join(',')}]}`;
+  };
+  const counts = { sent: 0 };
+  const platformRequest = (request: Request): Request => {
+    const d = devices[counts.sent++ % devices.length]!;
+    request.path = '/v1/device/telemetry/batch';
+    request.headers = d.auth;
+    request.body = body(d);
+    return request;
+  };
+  const bareRequest: Request = {
+    path: '/v1/device/telemetry/batch',
+    headers: devices[0]!.auth,
+    body: body({ n: 0 }),
+  };
+  return { counts, platformRequest, bareRequest };
+}
+
 async function batchIngestOn(
   database: BenchDatabase,
   keep: boolean,
@@ -34,35 +68,11 @@ async function batchIngestOn(
   SECONDS: number,
   ROUNDS: number,
 ) {
-  const ROWS = 500;
   const platform = await startBenchPlatform([], { database: database.choice, keep });
   let bare: BareServer | undefined;
   try {
-    const devices = (await registerLoadChargers(platform, 'BATCH', DEVICES)).map((auth) => ({ auth, n: 0 }));
-    // Five days back: a backlog, every record new (the platform ignores exact repeats).
-    const base = Date.now() - 5 * 86_400_000;
-    const TAIL =
-      '","connector_id":1,"state":"charging","voltage":231.2,"current":31.9,"power":22.1,' +
-      '"energy_delivered":12.345,"soc":57,"temperature":31.5}';
-    const body = (d: { n: number }) => {
-      const parts: string[] = new Array(ROWS);
-      for (let k = 0; k < ROWS; k++)
-        parts[k] = `{"timestamp":"${new Date(base + d.n++ * 5000).toISOString()}${TAIL}`;
-      return `{"records":[${parts.join(',')}]}`;
-    };
-    let sent = 0;
-    const platformRequest = (request: Request): Request => {
-      const d = devices[sent++ % DEVICES]!;
-      request.path = '/v1/device/telemetry/batch';
-      request.headers = d.auth;
-      request.body = body(d);
-      return request;
-    };
-    const bareRequest: Request = {
-      path: '/v1/device/telemetry/batch',
-      headers: devices[0]!.auth,
-      body: body({ n: 0 }),
-    };
+    const requests = batchRequests(await registerLoadChargers(platform, 'BATCH', DEVICES));
+    const { platformRequest, bareRequest } = requests;
     bare = await startBareServer(platform);
     const targets = {
       platform: { origin: platform.url.replace('localhost', '127.0.0.1'), pid: platform.pid },
@@ -108,10 +118,10 @@ async function batchIngestOn(
         platform_server: Math.round((cpu.platform / seconds('platform')) * 100) / 100,
         bare_server: Math.round((cpu.bare / seconds('bare')) * 100) / 100,
       },
-      sent_rows: sent * ROWS,
+      sent_rows: requests.counts.sent * ROWS,
       acknowledged_rows: acknowledged,
       stored_rows: stored,
-      all_stored: acknowledged <= stored && stored <= sent * ROWS,
+      all_stored: acknowledged <= stored && stored <= requests.counts.sent * ROWS,
     };
   } finally {
     bare?.stop();

@@ -41,50 +41,36 @@ export interface BenchPlatformOptions {
   database?: string;
 }
 
-export async function startBenchPlatform(
-  extraArgs: string[] = [],
-  options: BenchPlatformOptions = {},
-): Promise<BenchPlatform> {
-  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-bench-')));
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  // In the environment rather than on the command line: a URL's password stays out of the process list. Set
-  // even for SQLite, so that a CHARGER_PLATFORM_DATABASE inherited from the shell never switches a bench over.
-  const env = { ...process.env, CHARGER_PLATFORM_DATABASE: options.database ?? 'sqlite' };
-  // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of the platform process there (open it in Chrome DevTools).
-  const profile = process.env.BENCH_PROFILE_DIR
-    ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
-    : [];
-  // Several bench platforms run at once (bench:instances): each gets a metrics port of its own.
-  const metricsPort = await freeLoopbackPort();
+/** `charger-platform serve` on `dataDir` for a benchmark: self-signed, open registration, quiet. */
+function serveArgs(dataDir: string, metricsPort: number, extraArgs: readonly string[]): string[] {
   // A sandbox would run its simulated fleet too (DESIGN.md §16): a benchmark measures its own load alone.
   const sandbox = extraArgs.some((a, i) => a === '--env' && extraArgs[i + 1] === 'sandbox');
   const noFleet = sandbox && !extraArgs.includes('--sim-chargers') ? ['--sim-chargers', '0'] : [];
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      ...profile,
-      PLATFORM_CLI,
-      'serve',
-      '--data-dir',
-      dataDir,
-      '--port',
-      '0',
-      '--self-signed',
-      '--registration',
-      'open',
-      '--log-level',
-      'warn',
-      '--metrics-port',
-      String(metricsPort),
-      // A whole fleet registers from this one host: the per-address guard (DESIGN.md §18) is not what is measured.
-      '--address-limit',
-      '1000000000',
-      ...extraArgs,
-      ...noFleet,
-    ],
-    { stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'], env },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
+  return [
+    PLATFORM_CLI,
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--port',
+    '0',
+    '--self-signed',
+    '--registration',
+    'open',
+    '--log-level',
+    'warn',
+    '--metrics-port',
+    String(metricsPort),
+    // A whole fleet registers from this one host: the per-address guard (DESIGN.md §18) is not what is measured.
+    '--address-limit',
+    '1000000000',
+    ...extraArgs,
+    ...noFleet,
+  ];
+}
+
+/** The platform's URL once it says it listens; rejects if it exits first (with its log). */
+function listeningUrl(child: ChildProcess): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     let err = '';
     let listening = false;
     // BENCH_PLATFORM_LOG=FILE keeps the platform's whole log there (its warnings and errors), for a failed run.
@@ -107,6 +93,32 @@ export async function startBenchPlatform(
     });
     child.once('exit', (code) => reject(new Error(`platform exited (${code}): ${err}`)));
   });
+}
+
+export async function startBenchPlatform(
+  extraArgs: string[] = [],
+  options: BenchPlatformOptions = {},
+): Promise<BenchPlatform> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-bench-')));
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // In the environment rather than on the command line: a URL's password stays out of the process list. Set
+  // even for SQLite, so that a CHARGER_PLATFORM_DATABASE inherited from the shell never switches a bench over.
+  const env = { ...process.env, CHARGER_PLATFORM_DATABASE: options.database ?? 'sqlite' };
+  // BENCH_PROFILE_DIR=DIR writes a V8 CPU profile of the platform process there (open it in Chrome DevTools).
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
+    : [];
+  // Several bench platforms run at once (bench:instances): each gets a metrics port of its own.
+  const metricsPort = await freeLoopbackPort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...profile, ...serveArgs(dataDir, metricsPort, extraArgs)],
+    {
+      stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'],
+      env,
+    },
+  );
+  const url = await listeningUrl(child);
   const ca = await readFile(join(dataDir, 'tls', 'cert.pem'), 'utf8');
   const dispatcher = new Agent({ connect: { ca }, connections: 256, pipelining: 1 });
   return {
@@ -141,6 +153,11 @@ export async function startBenchPlatform(
       if (!options.keep) await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One telemetry record of a charger charging at 11 kW: the body the latency benchmarks POST. */
+export function chargingTelemetry(timestamp: string) {
+  return { timestamp, connector_id: 1, state: 'charging', power: 11, voltage: 230, current: 16, soc: 50 };
 }
 
 /** A loopback port nothing listens on right now. */

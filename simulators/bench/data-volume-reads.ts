@@ -236,22 +236,12 @@ function readSpecs(m: ReadTarget): ReadSpec[] {
   ];
 }
 
-export async function measureReads(p: BenchPlatform, m: ReadTarget, repeats: number) {
-  const specs = readSpecs(m);
-  // A connection of its own for the reads, opened (TLS) by the token requests before any read is timed.
-  const http: Http = { origin: p.url, dispatcher: new Client(p.url, { connect: { ca: p.ca } }) };
-  const clients = Math.ceil((specs.length * repeats) / 50) + 1;
-  const reader = operatorReader(http, await operatorReadTokens(p, http, m.operator_id, clients));
-  const probeTokens = await Promise.all(m.probes.map((c) => chargerToken(http, c.device_id, c.secret)));
-  const probe = startHeartbeatProbe(p.url, p.ca, probeTokens, PROBE_EVERY_MS);
-  await sleep(2_000); // the probes' connections open before the idle baseline
-  const idle = { from: performance.now(), to: 0 };
-  await sleep(5_000);
-  idle.to = performance.now();
-  // The bench's own event loop: a late callback would lengthen the probes' latencies, not the platform.
-  const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-  loopDelay.enable();
-  const cpu = startCpuMeter(p.pid);
+/** Every read `repeats` times, a quarter second apart: its time, its window and its answer (checked later). */
+async function timeReads(
+  reader: ReturnType<typeof operatorReader>,
+  specs: ReturnType<typeof readSpecs>,
+  repeats: number,
+) {
   const runs = specs.map(() => ({
     ms: [] as number[],
     windows: [] as Array<[number, number]>,
@@ -271,6 +261,26 @@ export async function measureReads(p: BenchPlatform, m: ReadTarget, repeats: num
       await sleep(250);
     }
   }
+  return runs;
+}
+
+export async function measureReads(p: BenchPlatform, m: ReadTarget, repeats: number) {
+  const specs = readSpecs(m);
+  // A connection of its own for the reads, opened (TLS) by the token requests before any read is timed.
+  const http: Http = { origin: p.url, dispatcher: new Client(p.url, { connect: { ca: p.ca } }) };
+  const clients = Math.ceil((specs.length * repeats) / 50) + 1;
+  const reader = operatorReader(http, await operatorReadTokens(p, http, m.operator_id, clients));
+  const probeTokens = await Promise.all(m.probes.map((c) => chargerToken(http, c.device_id, c.secret)));
+  const probe = startHeartbeatProbe(p.url, p.ca, probeTokens, PROBE_EVERY_MS);
+  await sleep(2_000); // the probes' connections open before the idle baseline
+  const idle = { from: performance.now(), to: 0 };
+  await sleep(5_000);
+  idle.to = performance.now();
+  // The bench's own event loop: a late callback would lengthen the probes' latencies, not the platform.
+  const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  loopDelay.enable();
+  const cpu = startCpuMeter(p.pid);
+  const runs = await timeReads(reader, specs, repeats);
   loopDelay.disable();
   const cores = cpu();
   await sleep(1_000);

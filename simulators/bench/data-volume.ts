@@ -117,13 +117,11 @@ async function withCpu<T extends object>(pid: number, work: () => Promise<T>): P
 
 const Created = { operator: z.object({ operator_id: z.string() }), site: z.object({ site_id: z.string() }) };
 
-async function load(
-  p: BenchPlatform,
-  database: BenchDatabase,
-  http: Http,
-  o: DataVolumeOptions,
-): Promise<Loaded> {
-  const t0 = performance.now();
+/**
+ * An operator with a site of `siteChargers` chargers and more sites of `SITE_SIZE` for the rest, and probe
+ * chargers in no site (they add nothing to what the operator reads).
+ */
+async function registerInSites(p: BenchPlatform, http: Http, o: DataVolumeOptions) {
   const operator = Created.operator.parse(await p.admin(['operators', 'create', '--name', 'Data Volume']));
   const newSite = async (name: string) =>
     Created.site.parse(await p.admin(['sites', 'create', '--operator', operator.operator_id, '--name', name]))
@@ -154,6 +152,17 @@ async function load(
       i < o.siteChargers ? siteId : otherSites[Math.floor((i - o.siteChargers) / SITE_SIZE)]!,
     ),
   );
+  return { operator, siteId, chargers, probes, total };
+}
+
+async function load(
+  p: BenchPlatform,
+  database: BenchDatabase,
+  http: Http,
+  o: DataVolumeOptions,
+): Promise<Loaded> {
+  const t0 = performance.now();
+  const { operator, siteId, chargers, probes, total } = await registerInSites(p, http, o);
   const registrationSeconds = (performance.now() - t0) / 1000;
 
   const steps = Math.round((o.days * DAY) / STEP_MS);

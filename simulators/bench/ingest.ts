@@ -33,6 +33,89 @@ export function measureIngest(
   );
 }
 
+const BODY_TAIL =
+  '","connector_id":1,"state":"charging","voltage":231.2,"current":31.9,"power":22.1,' +
+  '"energy_delivered":12.345,"soc":57,"temperature":31.5}';
+
+/**
+ * The requests of the load. To the platform: round robin over the chargers (none over its own 10/s limit); each
+ * record its own timestamp, since the platform ignores exact repeats. To the bare servers, which read and parse
+ * the body but check nothing: one request of the same size serves.
+ */
+function ingestRequests(headers: Array<Record<string, string>>) {
+  const devices = headers.map(() => ({ n: 0 }));
+  const base = Date.now() - 86_400_000;
+  const counts = { sent: 0 };
+  const platformRequest = (request: Request): Request => {
+    const i = counts.sent++ % headers.length;
+    const d = devices[i]!;
+    request.path = '/v1/device/telemetry';
+    request.headers = headers[i]!;
+    request.body = `{"timestamp":"${new Date(base + d.n++ * 1000).toISOString()}${BODY_TAIL}`;
+    return request;
+  };
+  const bareRequest: Request = {
+    path: '/v1/device/telemetry',
+    headers: headers[0]!,
+    body: `{"timestamp":"${new Date(base).toISOString()}${BODY_TAIL}`,
+  };
+  return { counts, platformRequest, bareRequest };
+}
+
+type Side = 'platform' | 'bare' | 'fastify';
+const SIDES: Side[] = ['platform', 'bare', 'fastify'];
+
+/** One round of load against a side, with the CPU its server and the generator used during it. */
+function createRounds(
+  targets: Record<Side, { origin: string; pid: number }>,
+  connections: number,
+  requests: ReturnType<typeof ingestRequests>,
+) {
+  /** CPU seconds the server and the generator used during each side's measured rounds. */
+  const zero = () => ({ server: 0, generator: 0 });
+  const meter = { cpu: { platform: zero(), bare: zero(), fastify: zero() } };
+  const round = async (which: Side, ms: number) => {
+    const target = targets[which];
+    const serverBefore = sampleProcess(target.pid);
+    const generatorBefore = process.cpuUsage();
+    const result = await runLoad({
+      origin: target.origin,
+      connections,
+      durationMs: ms,
+      requests: which === 'platform' ? requests.platformRequest : requests.bareRequest,
+    });
+    const serverAfter = sampleProcess(target.pid);
+    const generator = process.cpuUsage(generatorBefore);
+    meter.cpu[which].server += serverAfter.cpuSeconds - serverBefore.cpuSeconds;
+    meter.cpu[which].generator += (generator.user + generator.system) / 1e6;
+    return result;
+  };
+  const resetCpu = () => {
+    meter.cpu = { platform: zero(), bare: zero(), fastify: zero() };
+  };
+  return { round, resetCpu, meter };
+}
+
+/** Warm-up rounds (not counted, but stored), then `rounds` rotating rounds over `seconds`. */
+async function measureRounds(rounder: ReturnType<typeof createRounds>, seconds: number, roundCount: number) {
+  // Warm-up: connections, JIT, the platform's caches; not counted (but stored, and checked below).
+  const warm = [];
+  for (const which of SIDES) warm.push(await rounder.round(which, 2000));
+  rounder.resetCpu();
+  const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[], fastify: [] as LoadRound[] };
+  const hostBefore = sampleHostCpu();
+  const roundMs = (seconds * 1000) / roundCount;
+  for (let r = 0; r < roundCount; r++) {
+    // Each round starts one side later: every side runs first, second and last in turn.
+    for (let k = 0; k < SIDES.length; k++) {
+      const which = SIDES[(r + k) % SIDES.length]!;
+      rounds[which].push(await rounder.round(which, roundMs));
+    }
+  }
+  const steal = stealPercent(hostBefore, sampleHostCpu());
+  return { warm, rounds, steal };
+}
+
 async function ingestOn(
   database: BenchDatabase,
   keep: boolean,
@@ -46,30 +129,7 @@ async function ingestOn(
   let fastify: BareServer | undefined;
   try {
     // Chargers register over the API; tokens for the load.
-    const headers = await registerLoadChargers(platform, 'INGEST', DEVICES);
-    const devices = headers.map(() => ({ n: 0 }));
-    const base = Date.now() - 86_400_000;
-    const BODY_TAIL =
-      '","connector_id":1,"state":"charging","voltage":231.2,"current":31.9,"power":22.1,' +
-      '"energy_delivered":12.345,"soc":57,"temperature":31.5}';
-    let sent = 0;
-    // Round robin over the chargers (none over its own 10/s limit); each record its own timestamp, since the
-    // platform ignores exact repeats.
-    const platformRequest = (request: Request): Request => {
-      const i = sent++ % DEVICES;
-      const d = devices[i]!;
-      request.path = '/v1/device/telemetry';
-      request.headers = headers[i]!;
-      request.body = `{"timestamp":"${new Date(base + d.n++ * 1000).toISOString()}${BODY_TAIL}`;
-      return request;
-    };
-    // The bare server reads and parses the body but checks nothing: one request of the same size serves.
-    const bareRequest: Request = {
-      path: '/v1/device/telemetry',
-      headers: headers[0]!,
-      body: `{"timestamp":"${new Date(base).toISOString()}${BODY_TAIL}`,
-    };
-
+    const requests = ingestRequests(await registerLoadChargers(platform, 'INGEST', DEVICES));
     bare = await startBareServer(platform, 'node');
     fastify = await startBareServer(platform, 'fastify');
     const targets = {
@@ -77,46 +137,13 @@ async function ingestOn(
       bare: { origin: bare.origin, pid: bare.pid },
       fastify: { origin: fastify.origin, pid: fastify.pid },
     };
-    const sides = Object.keys(targets) as Array<keyof typeof targets>;
-    /** CPU seconds the server and the generator used during each side's measured rounds. */
-    const zero = () => ({ server: 0, generator: 0 });
-    let cpu = { platform: zero(), bare: zero(), fastify: zero() };
-    const round = async (which: keyof typeof targets, ms: number) => {
-      const target = targets[which];
-      const serverBefore = sampleProcess(target.pid);
-      const generatorBefore = process.cpuUsage();
-      const result = await runLoad({
-        origin: target.origin,
-        connections: CONNECTIONS,
-        durationMs: ms,
-        requests: which === 'platform' ? platformRequest : bareRequest,
-      });
-      const serverAfter = sampleProcess(target.pid);
-      const generator = process.cpuUsage(generatorBefore);
-      cpu[which].server += serverAfter.cpuSeconds - serverBefore.cpuSeconds;
-      cpu[which].generator += (generator.user + generator.system) / 1e6;
-      return result;
-    };
-
-    // Warm-up: connections, JIT, the platform's caches; not counted (but stored, and checked below).
-    const warm = [];
-    for (const which of sides) warm.push(await round(which, 2000));
-    cpu = { platform: zero(), bare: zero(), fastify: zero() };
-    const rounds = { platform: [] as LoadRound[], bare: [] as LoadRound[], fastify: [] as LoadRound[] };
-    const hostBefore = sampleHostCpu();
-    const roundMs = (SECONDS * 1000) / ROUNDS;
-    for (let r = 0; r < ROUNDS; r++) {
-      // Each round starts one side later: every side runs first, second and last in turn.
-      for (let k = 0; k < sides.length; k++) {
-        const which = sides[(r + k) % sides.length]!;
-        rounds[which].push(await round(which, roundMs));
-      }
-    }
-    const steal = stealPercent(hostBefore, sampleHostCpu());
+    const rounder = createRounds(targets, CONNECTIONS, requests);
+    const { warm, rounds, steal } = await measureRounds(rounder, SECONDS, ROUNDS);
     const onPlatform = summarizeLoad(rounds.platform);
     const onBare = summarizeLoad(rounds.bare);
     const onFastify = summarizeLoad(rounds.fastify);
-    const cores = (which: keyof typeof targets, part: 'server' | 'generator') =>
+    const { cpu } = rounder.meter;
+    const cores = (which: Side, part: 'server' | 'generator') =>
       Math.round((cpu[which][part] / rounds[which].reduce((s, r) => s + r.seconds, 0)) * 100) / 100;
 
     // Every acknowledged record must be in the database. autocannon ends a round by closing its connections, so
@@ -124,7 +151,7 @@ async function ingestOn(
     // between the acknowledged and the sent.
     const stored = await database.count(platform.dataDir, 'telemetry');
     const acknowledged = [warm[0]!, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0);
-
+    const { sent } = requests.counts;
     const result = {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,
       backend: database.backend,

@@ -8,7 +8,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { benchArgsOrExit, DATABASE_OPTION, REDIS_OPTION } from './bench-args.js';
 import { withBenchDatabase } from './bench-database.js';
-import { type BenchPlatform, benchTenant, call, startBenchPlatform, summarize } from './bench-platform.js';
+import {
+  type BenchPlatform,
+  benchTenant,
+  call,
+  chargingTelemetry,
+  startBenchPlatform,
+  summarize,
+} from './bench-platform.js';
 
 /**
  * Stream latency under load: telemetry POSTs at a fixed total rate (default 2,000 per second) spread over enough
@@ -61,6 +68,136 @@ export async function measureStreamRate(options: StreamRateOptions = {}) {
 
 const DEFAULT_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
 
+type StreamDevice = { id: string; token: string; n: number };
+
+/** Chargers register over the API, then an operator puts them in the site with the admin CLI. */
+async function registerStreamDevices(platform: BenchPlatform, siteId: string, count: number) {
+  const devices: StreamDevice[] = [];
+  for (let i = 0; i < count; i++) {
+    const reg = await call(platform, 'POST', '/v1/device/register', {
+      json: { sn: `STREAM-${i}`, model: 'Bench', manufacturer: 'Bench', firmware_version: '1' },
+    });
+    const { device_id, device_secret } = reg.body.data;
+    const tok = await call(platform, 'POST', '/v1/device/token', {
+      json: { device_id, device_secret, grant_type: 'client_credentials' },
+    });
+    devices.push({ id: device_id, token: tok.body.data.access_token, n: 0 });
+  }
+  // An operator puts them in the site with the admin CLI, a few processes at a time.
+  const queue = [...devices];
+  await Promise.all(
+    Array.from({ length: 6 }, async () => {
+      for (let d = queue.shift(); d; d = queue.shift()) await platform.assign(d.id, siteId);
+    }),
+  );
+  // The running platform picks admin changes up within a second.
+  await sleep(1500);
+  return devices;
+}
+
+/** The subscriber: times each telemetry message from the moment its POST was sent (`sentAt`). */
+async function subscribeStream(
+  subscribed: BenchPlatform,
+  token: string,
+  siteId: string,
+  warmupSeconds: number,
+) {
+  const recorder = {
+    sentAt: new Map<string, number>(),
+    /** When the load began (reset once it does). */
+    startedAt: performance.now(),
+    bySecond: [] as number[][],
+    latencies: [] as number[],
+    warmupLatencies: [] as number[],
+    received: 0,
+    telemetryMessages: 0,
+    others: [] as string[],
+    closeCode: undefined as number | undefined,
+    ws: new WebSocket(`${subscribed.url.replace('https', 'wss')}/v1/operator/stream`, {
+      ca: subscribed.ca,
+      headers: { authorization: `Bearer ${token}` },
+    }),
+  };
+  const { ws } = recorder;
+  await new Promise<void>((resolve, reject) => {
+    ws.once('error', reject);
+    ws.once('close', (code) => {
+      recorder.closeCode = code;
+    });
+    ws.once('open', () => ws.send(JSON.stringify({ type: 'subscribe', site_ids: [siteId] })));
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString()) as { type: string; device_id?: string; timestamp?: string };
+      if (m.type === 'subscribed') resolve();
+      else if (m.type !== 'telemetry') recorder.others.push(m.type);
+      if (m.type === 'telemetry') {
+        recorder.telemetryMessages++;
+        const t0 = recorder.sentAt.get(`${m.device_id}|${m.timestamp}`);
+        if (t0 !== undefined) {
+          const { startedAt } = recorder;
+          if (t0 - startedAt < warmupSeconds * 1000) recorder.warmupLatencies.push(performance.now() - t0);
+          else recorder.latencies.push(performance.now() - t0);
+          const second = Math.floor((t0 - startedAt) / 1000);
+          const inSecond = recorder.bySecond[second] ?? [];
+          recorder.bySecond[second] = inSecond;
+          inSecond.push(performance.now() - t0);
+          recorder.received++;
+        }
+      }
+    });
+  });
+  return recorder;
+}
+
+/** Open loop: `rate` POSTs a second for `seconds`, spread round robin over the devices; answers are not awaited. */
+async function sendOpenLoop(
+  platform: BenchPlatform,
+  devices: StreamDevice[],
+  rate: number,
+  seconds: number,
+  recorder: { sentAt: Map<string, number>; startedAt: number },
+) {
+  const load = { sent: 0, errors: 0, errorKinds: {} as Record<string, number>, start: 0 };
+  const failed = (why: string) => {
+    load.errors++;
+    load.errorKinds[why] = (load.errorKinds[why] ?? 0) + 1;
+  };
+  const base = Date.now() - 3_600_000;
+  const tickMs = 10;
+  const perTick = (rate * tickMs) / 1000;
+  const start = performance.now();
+  load.start = start;
+  recorder.startedAt = start;
+  let next = 0;
+  let carry = 0;
+  const inflight: Array<Promise<void>> = [];
+  for (let tick = 0; performance.now() - start < seconds * 1000; tick++) {
+    carry += perTick;
+    while (carry >= 1) {
+      carry--;
+      const d = devices[next++ % devices.length]!;
+      const timestamp = new Date(base + d.n++ * 100).toISOString();
+      recorder.sentAt.set(`${d.id}|${timestamp}`, performance.now());
+      load.sent++;
+      inflight.push(
+        call(platform, 'POST', '/v1/device/telemetry', {
+          token: d.token,
+          json: chargingTelemetry(timestamp),
+        }).then(
+          (r) => {
+            if (r.status !== 200) failed(`${r.status} ${r.body?.error?.code ?? ''}`.trim());
+          },
+          (e: Error) => failed(e.message),
+        ),
+      );
+    }
+    const wait = start + (tick + 1) * tickMs - performance.now();
+    if (wait > 0) await sleep(wait);
+    if (inflight.length > 5000) await Promise.all(inflight.splice(0));
+  }
+  await Promise.all(inflight);
+  return load;
+}
+
 /** POSTs to the first platform, the subscriber on the last (the same one without Redis). */
 async function onPlatforms(options: StreamRateOptions, start: () => Promise<BenchPlatform[]>) {
   const RATE = options.rate ?? 2000;
@@ -73,143 +210,32 @@ async function onPlatforms(options: StreamRateOptions, start: () => Promise<Benc
   try {
     const tenant = await benchTenant(platform, 'Stream Bench');
     const token = await tenant.client();
-    // Chargers register over the API, then an operator puts them in the site with the admin CLI.
-    const devices: Array<{ id: string; token: string; n: number }> = [];
-    for (let i = 0; i < DEVICES; i++) {
-      const reg = await call(platform, 'POST', '/v1/device/register', {
-        json: { sn: `STREAM-${i}`, model: 'Bench', manufacturer: 'Bench', firmware_version: '1' },
-      });
-      const { device_id, device_secret } = reg.body.data;
-      const tok = await call(platform, 'POST', '/v1/device/token', {
-        json: { device_id, device_secret, grant_type: 'client_credentials' },
-      });
-      devices.push({ id: device_id, token: tok.body.data.access_token, n: 0 });
-    }
-    // An operator puts them in the site with the admin CLI, a few processes at a time.
-    const queue = [...devices];
-    await Promise.all(
-      Array.from({ length: 6 }, async () => {
-        for (let d = queue.shift(); d; d = queue.shift()) await platform.assign(d.id, tenant.site_id);
-      }),
-    );
-    // The running platform picks admin changes up within a second.
-    await sleep(1500);
-
-    const sentAt = new Map<string, number>();
-    const bySecond: number[][] = [];
-    let startedAt = performance.now();
-    const latencies: number[] = [];
-    const warmupLatencies: number[] = [];
-    let received = 0;
-    let telemetryMessages = 0;
-    const others: string[] = [];
-    let closeCode: number | undefined;
-    const ws = new WebSocket(`${subscribed.url.replace('https', 'wss')}/v1/operator/stream`, {
-      ca: subscribed.ca,
-      headers: { authorization: `Bearer ${token}` },
-    });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('error', reject);
-      ws.once('close', (code) => {
-        closeCode = code;
-      });
-      ws.once('open', () => ws.send(JSON.stringify({ type: 'subscribe', site_ids: [tenant.site_id] })));
-      ws.on('message', (data) => {
-        const m = JSON.parse(data.toString()) as { type: string; device_id?: string; timestamp?: string };
-        if (m.type === 'subscribed') resolve();
-        else if (m.type !== 'telemetry') others.push(m.type);
-        if (m.type === 'telemetry') {
-          telemetryMessages++;
-          const t0 = sentAt.get(`${m.device_id}|${m.timestamp}`);
-          if (t0 !== undefined) {
-            if (t0 - startedAt < WARMUP_SECONDS * 1000) warmupLatencies.push(performance.now() - t0);
-            else latencies.push(performance.now() - t0);
-            const second = Math.floor((t0 - startedAt) / 1000);
-            const inSecond = bySecond[second] ?? [];
-            bySecond[second] = inSecond;
-            inSecond.push(performance.now() - t0);
-            received++;
-          }
-        }
-      });
-    });
-
+    const devices = await registerStreamDevices(platform, tenant.site_id, DEVICES);
+    const recorder = await subscribeStream(subscribed, token, tenant.site_id, WARMUP_SECONDS);
     // Open the load generator's connections before the clock starts (one TLS handshake each).
     await Promise.all(Array.from({ length: 256 }, () => call(platform, 'GET', '/healthz')));
-
-    let sent = 0;
-    let errors = 0;
-    const errorKinds: Record<string, number> = {};
-    const base = Date.now() - 3_600_000;
-    const tickMs = 10;
-    const perTick = (RATE * tickMs) / 1000;
-    const start = performance.now();
-    startedAt = start;
-    let next = 0;
-    let carry = 0;
-    const inflight: Array<Promise<void>> = [];
-    for (let tick = 0; performance.now() - start < (WARMUP_SECONDS + SECONDS) * 1000; tick++) {
-      carry += perTick;
-      while (carry >= 1) {
-        carry--;
-        const d = devices[next++ % devices.length]!;
-        const timestamp = new Date(base + d.n++ * 100).toISOString();
-        const key = `${d.id}|${timestamp}`;
-        sentAt.set(key, performance.now());
-        sent++;
-        inflight.push(
-          call(platform, 'POST', '/v1/device/telemetry', {
-            token: d.token,
-            json: {
-              timestamp,
-              connector_id: 1,
-              state: 'charging',
-              power: 11,
-              voltage: 230,
-              current: 16,
-              soc: 50,
-            },
-          }).then(
-            (r) => {
-              if (r.status !== 200) {
-                errors++;
-                const why = `${r.status} ${r.body?.error?.code ?? ''}`.trim();
-                errorKinds[why] = (errorKinds[why] ?? 0) + 1;
-              }
-            },
-            (e: Error) => {
-              errors++;
-              errorKinds[e.message] = (errorKinds[e.message] ?? 0) + 1;
-            },
-          ),
-        );
-      }
-      const wait = start + (tick + 1) * tickMs - performance.now();
-      if (wait > 0) await sleep(wait);
-      if (inflight.length > 5000) await Promise.all(inflight.splice(0));
-    }
-    await Promise.all(inflight);
+    const load = await sendOpenLoop(platform, devices, RATE, WARMUP_SECONDS + SECONDS, recorder);
     await sleep(500);
-    ws.close();
-    const elapsed = (performance.now() - start) / 1000;
+    recorder.ws.close();
+    const elapsed = (performance.now() - load.start) / 1000;
     // received counts steady and warm-up messages alike: every message sent must arrive.
     return {
       instances: platforms.length,
       target_rate: RATE,
-      achieved_rate: Math.round(sent / elapsed),
+      achieved_rate: Math.round(load.sent / elapsed),
       devices: DEVICES,
-      sent,
-      received,
-      telemetry_messages: telemetryMessages,
-      other_messages: [...new Set(others)],
-      stream_close_code: closeCode ?? null,
-      errors,
-      error_kinds: errorKinds,
+      sent: load.sent,
+      received: recorder.received,
+      telemetry_messages: recorder.telemetryMessages,
+      other_messages: [...new Set(recorder.others)],
+      stream_close_code: recorder.closeCode ?? null,
+      errors: load.errors,
+      error_kinds: load.errorKinds,
       warmup_seconds: WARMUP_SECONDS,
-      warmup_latency_ms: summarize(warmupLatencies),
-      latency_ms: summarize(latencies),
+      warmup_latency_ms: summarize(recorder.warmupLatencies),
+      latency_ms: summarize(recorder.latencies),
       // p99 of the messages sent in each second: shows whether the tail is spread or a few stalls.
-      p99_by_second_ms: bySecond.map((l) => summarize(l ?? []).p99),
+      p99_by_second_ms: recorder.bySecond.map((l) => summarize(l ?? []).p99),
     };
   } finally {
     for (const p of platforms) await p.stop();

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { registerLoadChargers } from './bare-baseline.js';
 import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
 import { type BenchDatabase, type BenchStorage, withBenchDatabase } from './bench-database.js';
-import { benchClient, call, startBenchPlatform } from './bench-platform.js';
+import { type BenchPlatform, benchClient, call, startBenchPlatform } from './bench-platform.js';
 import { type LoadRound, type Request, runLoad, summarizeLoad } from './load-generator.js';
 import { sampleProcess } from './process-sampler.js';
 
@@ -33,30 +33,30 @@ export function measureWebhooks(
   return withBenchDatabase(storage, (database) => webhooksOn(database, opts));
 }
 
-async function webhooksOn(database: BenchDatabase, o: Parameters<typeof measureWebhooks>[0]) {
-  // The sandbox puts registered chargers in its site and allows a loopback http receiver.
-  const platform = await startBenchPlatform(['--env', 'sandbox'], { database: database.choice });
-  const receiver = await startSlowReceiver(o.receiverDelayMs);
-  try {
-    // The operator of the sandbox's default site, where registered chargers go (not the other tenant).
-    const operators = (await platform.admin(['operators', 'list'])) as Array<{
-      operator_id: string;
-      name: string;
-    }>;
-    const sandbox = operators.find((o) => o.name === 'Sandbox Energy');
-    if (!sandbox) throw new Error(`no sandbox operator among ${JSON.stringify(operators)}`);
-    // One client per endpoint: each toggles its own endpoint, within its own write budget (60 a minute).
-    const hooks: Array<{ id: string; token: string }> = [];
-    for (let i = 0; i < o.endpoints; i++) {
-      const token = await benchClient(platform, sandbox.operator_id);
-      const res = await call(platform, 'POST', '/v1/operator/webhooks', {
-        token,
-        json: { url: `${receiver.url}/hook-${i}`, events: ['*'] },
-      });
-      if (res.status !== 200) throw new Error(`webhook: ${res.status} ${JSON.stringify(res.body)}`);
-      hooks.push({ id: res.body.data.webhook_id as string, token });
-    }
-    const setEndpoints = async (status: 'enabled' | 'disabled') => {
+/**
+ * `count` webhook endpoints on the receiver, all events, for the sandbox's operator. One client per endpoint: each
+ * toggles its own endpoint, within its own write budget (60 a minute).
+ */
+async function createEndpoints(platform: BenchPlatform, receiverUrl: string, count: number) {
+  // The operator of the sandbox's default site, where registered chargers go (not the other tenant).
+  const operators = (await platform.admin(['operators', 'list'])) as Array<{
+    operator_id: string;
+    name: string;
+  }>;
+  const sandbox = operators.find((o) => o.name === 'Sandbox Energy');
+  if (!sandbox) throw new Error(`no sandbox operator among ${JSON.stringify(operators)}`);
+  const hooks: Array<{ id: string; token: string }> = [];
+  for (let i = 0; i < count; i++) {
+    const token = await benchClient(platform, sandbox.operator_id);
+    const res = await call(platform, 'POST', '/v1/operator/webhooks', {
+      token,
+      json: { url: `${receiverUrl}/hook-${i}`, events: ['*'] },
+    });
+    if (res.status !== 200) throw new Error(`webhook: ${res.status} ${JSON.stringify(res.body)}`);
+    hooks.push({ id: res.body.data.webhook_id as string, token });
+  }
+  return {
+    async setEndpoints(status: 'enabled' | 'disabled') {
       for (const h of hooks) {
         const res = await call(platform, 'PATCH', `/v1/operator/webhooks/${h.id}`, {
           token: h.token,
@@ -64,25 +64,54 @@ async function webhooksOn(database: BenchDatabase, o: Parameters<typeof measureW
         });
         if (res.status !== 200) throw new Error(`PATCH webhook: ${res.status} ${JSON.stringify(res.body)}`);
       }
-    };
+    },
+    /** Deliveries queued for every endpoint, from their delivery logs. */
+    async queued() {
+      let queued = 0;
+      for (const h of hooks) {
+        const log = await call(platform, 'GET', `/v1/operator/webhooks/${h.id}/deliveries?size=1`, {
+          token: h.token,
+        });
+        queued += log.body.data.total as number;
+      }
+      return queued;
+    },
+  };
+}
 
-    const headers = await registerLoadChargers(platform, 'WEBHOOKS', o.devices);
-    const counters = headers.map(() => 0);
-    const base = Date.now() - 86_400_000;
-    let sent = 0;
-    // Every `changeEvery` records of a charger its connector flips between idle and charging (1: every record).
-    const request = (r: Request): Request => {
-      const i = sent++ % o.devices;
-      const n = counters[i]!++;
-      r.path = '/v1/device/telemetry';
-      r.headers = headers[i]!;
-      r.body =
-        `{"timestamp":"${new Date(base + n * 1000).toISOString()}","connector_id":1,` +
-        (Math.floor(n / o.changeEvery) % 2 === 0
-          ? '"state":"charging","power":22.1}'
-          : '"state":"idle","power":0}');
-      return r;
-    };
+/**
+ * Telemetry round robin over the chargers. Every `changeEvery` records of a charger its connector flips between
+ * idle and charging (1: every record).
+ */
+function flippingTelemetry(headers: Array<Record<string, string>>, changeEvery: number) {
+  const counters = headers.map(() => 0);
+  const base = Date.now() - 86_400_000;
+  let sent = 0;
+  return (r: Request): Request => {
+    const i = sent++ % headers.length;
+    const n = counters[i]!++;
+    r.path = '/v1/device/telemetry';
+    r.headers = headers[i]!;
+    r.body =
+      `{"timestamp":"${new Date(base + n * 1000).toISOString()}","connector_id":1,` +
+      (Math.floor(n / changeEvery) % 2 === 0
+        ? '"state":"charging","power":22.1}'
+        : '"state":"idle","power":0}');
+    return r;
+  };
+}
+
+async function webhooksOn(database: BenchDatabase, o: Parameters<typeof measureWebhooks>[0]) {
+  // The sandbox puts registered chargers in its site and allows a loopback http receiver.
+  const platform = await startBenchPlatform(['--env', 'sandbox'], { database: database.choice });
+  const receiver = await startSlowReceiver(o.receiverDelayMs);
+  try {
+    const endpoints = await createEndpoints(platform, receiver.url, o.endpoints);
+    const { setEndpoints } = endpoints;
+    const request = flippingTelemetry(
+      await registerLoadChargers(platform, 'WEBHOOKS', o.devices),
+      o.changeEvery,
+    );
     const cpu = { quiet: 0, busy: 0 };
     const round = async (side: 'quiet' | 'busy', ms: number) => {
       await setEndpoints(side === 'busy' ? 'enabled' : 'disabled');
@@ -110,13 +139,7 @@ async function webhooksOn(database: BenchDatabase, o: Parameters<typeof measureW
     await setEndpoints('enabled');
     const quiet = summarizeLoad(rounds.quiet);
     const busy = summarizeLoad(rounds.busy);
-    let queued = 0;
-    for (const h of hooks) {
-      const log = await call(platform, 'GET', `/v1/operator/webhooks/${h.id}/deliveries?size=1`, {
-        token: h.token,
-      });
-      queued += log.body.data.total as number;
-    }
+    const queued = await endpoints.queued();
     const seconds = (side: 'quiet' | 'busy') => rounds[side].reduce((s, r) => s + r.seconds, 0);
     return {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,

@@ -11,13 +11,9 @@
  */
 import type { Dispatcher } from 'undici';
 import { COMMAND_EXPIRY_SECONDS } from '../../shared/limits.js';
-import {
-  type ChargerTally,
-  type FleetStats,
-  type RequestKind,
-  requestKindOf,
-  SimulatedOutageError,
-} from './fleet-stats.js';
+import { SimulatedOutageError } from './failure-classes.js';
+import type { ChargerTally, FleetStats } from './fleet-stats.js';
+import { type RequestKind, requestKindOf } from './request-kinds.js';
 
 export interface ChargerLinkState extends ChargerTally {
   /** In a simulated network outage. */

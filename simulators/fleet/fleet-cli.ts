@@ -17,14 +17,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { FLEET_PACES, type FleetPace } from './fleet-mix.js';
-import {
-  type FleetLogLevel,
-  type FleetOptions,
-  FleetOptionsError,
-  type FleetSummary,
-  fleetPlan,
-  runFleet,
-} from './fleet-runner.js';
+import { type FleetLogLevel, type FleetOptions, FleetOptionsError, fleetPlan } from './fleet-options.js';
+import { runFleet } from './fleet-runner.js';
+import type { FleetSummary } from './fleet-summary.js';
 import { type FleetHandle, runFleetInWorkers } from './fleet-workers.js';
 import { linkToParent } from './parent-link.js';
 import { formatSummary, startProgressLine } from './progress-line.js';

@@ -4,7 +4,7 @@
  * Every request of every simulated charger passes the charger's link (`charger-link.ts`), which reports here:
  * its kind (from the path), its latency (from dispatch to the last byte of the answer) and how it ended.
  *
- * Classification of a failed request (`classifyFailure`), from the agent's point of view:
+ * Classification of a failed request (`classifyFailure` in failure-classes.ts), from the agent's point of view:
  * - `outage`: the charger's simulated network outage failed it. Expected; never an error.
  * - `aborted`: the agent abandoned it itself (its long poll, when it stops), or the fleet closed the long-poll
  *   pool at its stop. Not a failure.
@@ -13,8 +13,9 @@
  * - `transient`: no answer (refused, reset, TLS, timeout), 5xx, or 401 (the agent renews its token and
  *   retries). Counted as retried once the same charger later gets a 2xx for the same kind of request —
  *   the agent recovered — and as an error (`unrecovered:<kind>`) if it never does before the fleet stops.
- *   Kinds that do the same job recover each other (`RECOVERY_GROUP`): single and batch telemetry; heartbeat
- *   and long poll (both fetch commands — and a long poll still waiting when the fleet stops never answers).
+ *   Kinds that do the same job recover each other (`RECOVERY_GROUP` in request-kinds.ts): single and batch
+ *   telemetry; heartbeat and long poll (both fetch commands — and a long poll still waiting when the fleet
+ *   stops never answers).
  *   With `strict`, every one is an error.
  * - `refused`: any other 4xx. The platform refused the request for good (the agent drops what it carried):
  *   always an error (`http_<status>:<kind>`).
@@ -23,173 +24,13 @@
  * in-memory stores, a charger whose outbox still held items when it stopped (`backlog_lost`: that data is gone;
  * with `--data-dir` it stays on disk for the next run and is only reported).
  *
- * Besides the totals, a window (`takeWindow`) counts the same since the previous window: soak runs sample it
+ * Besides the totals, a window (`takeWindow`, stats-window.ts) counts the same since the previous window: soak runs sample it
  * every interval, and tests read what happened during one phase of a run (a platform restart).
  */
-import { LatencyHistogram, type LatencySnapshot, type LatencySummary } from './latency-histogram.js';
-
-export const REQUEST_KINDS = [
-  'register',
-  'token',
-  'heartbeat',
-  'telemetry',
-  'telemetry_batch',
-  'poll',
-  'command_status',
-  'events',
-  'charging_records',
-  'firmware_status',
-  'secret_rotate',
-  'other',
-] as const;
-export type RequestKind = (typeof REQUEST_KINDS)[number];
-
-/** The kind of a charger-surface request, from its method and path (query ignored). Pure. */
-export function requestKindOf(method: string, path: string): RequestKind {
-  const q = path.indexOf('?');
-  const p = q === -1 ? path : path.slice(0, q);
-  if (!p.startsWith('/v1/device/')) return 'other';
-  const rest = p.slice('/v1/device/'.length);
-  if (method === 'GET') return rest === 'commands' ? 'poll' : 'other';
-  switch (rest) {
-    case 'register':
-      return 'register';
-    case 'token':
-      return 'token';
-    case 'heartbeat':
-      return 'heartbeat';
-    case 'telemetry':
-      return 'telemetry';
-    case 'telemetry/batch':
-      return 'telemetry_batch';
-    case 'events':
-      return 'events';
-    case 'charging-records':
-      return 'charging_records';
-    case 'firmware/status':
-      return 'firmware_status';
-    case 'secret/rotate':
-      return 'secret_rotate';
-    default:
-      return rest.startsWith('commands/') && rest.endsWith('/status') ? 'command_status' : 'other';
-  }
-}
-
-/** Which successes show that a charger recovered from a transient failure of a kind. */
-export const RECOVERY_GROUP: Record<RequestKind, string> = {
-  register: 'register',
-  token: 'token',
-  heartbeat: 'commands',
-  poll: 'commands',
-  telemetry: 'telemetry',
-  telemetry_batch: 'telemetry',
-  command_status: 'command_status',
-  events: 'events',
-  charging_records: 'charging_records',
-  firmware_status: 'firmware_status',
-  secret_rotate: 'secret_rotate',
-  other: 'other',
-};
-
-export type FailureClass = 'outage' | 'aborted' | 'rate_limited' | 'transient' | 'refused';
-
-/** Thrown into a request by a charger's simulated network outage. */
-export class SimulatedOutageError extends Error {
-  readonly code = 'ECONNREFUSED';
-  constructor() {
-    super('simulated network outage');
-    this.name = 'SimulatedOutageError';
-  }
-}
-
-/** How a request failed: an HTTP status that is not 2xx, or an error without an answer. Pure. */
-export function classifyFailure(failure: { status?: number; error?: unknown }, out: boolean): FailureClass {
-  const { status, error } = failure;
-  if (error instanceof SimulatedOutageError || (out && status === undefined)) return 'outage';
-  if (status === undefined) {
-    const e = error as { name?: unknown; code?: unknown } | undefined;
-    // Aborted by the agent (its long poll when it stops), or by the fleet closing its long-poll pool at the stop.
-    if (e?.name === 'AbortError' || e?.code === 'UND_ERR_ABORTED' || e?.code === 'UND_ERR_DESTROYED')
-      return 'aborted';
-    return 'transient';
-  }
-  if (status === 429) return 'rate_limited';
-  if (status >= 500 || status === 401 || status === 408) return 'transient';
-  return 'refused';
-}
-
-/** What happened between two `takeWindow` calls (or since the start). */
-export interface FleetStatsWindow {
-  /** When the window began and ended, ms since the epoch. */
-  from_ms: number;
-  until_ms: number;
-  /** Requests that ended in the window, long polls included, aborted ones not (as `requests.total`). */
-  requests: number;
-  /** Successful requests but long polls that ended in the window. */
-  latency_ms: LatencySummary;
-  failures: Record<FailureClass, number>;
-  /** Failed requests by cause: `http_<status>`, else the error's code or name (`ECONNREFUSED`, `Error`...). */
-  failed_by_cause: Record<string, number>;
-  /** Errors counted in the window (an unrecovered transient failure only becomes one at the stop). */
-  errors: number;
-}
-
-/** A window before its latency is summarized: what worker threads send, so that windows can be merged. */
-export interface FleetStatsWindowParts {
-  from_ms: number;
-  until_ms: number;
-  requests: number;
-  latency: LatencySnapshot;
-  failures: Record<FailureClass, number>;
-  failed_by_cause: Record<string, number>;
-  errors: number;
-}
-
-/** One window from the parts of several (the fleet's worker threads over the same interval). Pure. */
-export function mergeWindowParts(parts: readonly FleetStatsWindowParts[]): FleetStatsWindowParts {
-  const latency = new LatencyHistogram();
-  const failures = zeroFailures();
-  const causes: Record<string, number> = {};
-  let requests = 0;
-  let errors = 0;
-  for (const p of parts) {
-    latency.merge(LatencyHistogram.from(p.latency));
-    for (const k of Object.keys(failures) as FailureClass[]) failures[k] += p.failures[k];
-    for (const [cause, n] of Object.entries(p.failed_by_cause)) causes[cause] = (causes[cause] ?? 0) + n;
-    requests += p.requests;
-    errors += p.errors;
-  }
-  return {
-    from_ms: Math.min(...parts.map((p) => p.from_ms)),
-    until_ms: Math.max(...parts.map((p) => p.until_ms)),
-    requests,
-    latency: latency.snapshot(),
-    failures,
-    failed_by_cause: causes,
-    errors,
-  };
-}
-
-export function summarizeWindow(parts: FleetStatsWindowParts): FleetStatsWindow {
-  const { latency, ...rest } = parts;
-  return { ...rest, latency_ms: LatencyHistogram.from(latency).summary() };
-}
-
-/** `http_<status>`, or the error's code, or its name. Pure. */
-export function failureCauseOf(failure: { status?: number; error?: unknown }): string {
-  if (failure.status !== undefined) return `http_${failure.status}`;
-  const e = failure.error as { code?: unknown; name?: unknown } | undefined;
-  if (typeof e?.code === 'string') return e.code;
-  return typeof e?.name === 'string' ? e.name : 'unknown';
-}
-
-const zeroFailures = (): Record<FailureClass, number> => ({
-  outage: 0,
-  aborted: 0,
-  rate_limited: 0,
-  transient: 0,
-  refused: 0,
-});
+import { classifyFailure, type FailureClass, failureCauseOf, zeroFailures } from './failure-classes.js';
+import { LatencyHistogram, type LatencySummary } from './latency-histogram.js';
+import { RECOVERY_GROUP, REQUEST_KINDS, type RequestKind } from './request-kinds.js';
+import { type FleetStatsWindow, type FleetStatsWindowParts, summarizeWindow } from './stats-window.js';
 
 /** What the stats keep per charger (the link's state carries it). */
 export interface ChargerTally {

@@ -6,8 +6,9 @@
  * - from the main thread: `{ type: 'window', id }`, `{ type: 'stop' }`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { type Fleet, type FleetOptions, runFleet } from './fleet-runner.js';
-import type { FleetToMain, MainToFleet } from './fleet-workers.js';
+import type { FleetOptions } from './fleet-options.js';
+import { type Fleet, runFleet } from './fleet-runner.js';
+import type { FleetToMain, MainToFleet } from './fleet-worker-messages.js';
 
 const port = parentPort;
 if (!port) throw new Error('fleet-worker.js runs as a worker thread of charger-sim fleet');

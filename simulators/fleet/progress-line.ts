@@ -2,7 +2,8 @@
  * What a person watching `charger-sim fleet` sees: one live line on the terminal, refreshed every second, and
  * a summary at the end.
  */
-import type { FleetLiveStats, FleetSummary } from './fleet-runner.js';
+import type { FleetLiveStats } from './fleet-live.js';
+import type { FleetSummary } from './fleet-summary.js';
 import type { FleetHandle } from './fleet-workers.js';
 import type { LatencySummary } from './latency-histogram.js';
 

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { FleetSummary } from '../../simulators/fleet/fleet-runner.js';
+import type { FleetSummary } from '../../simulators/fleet/fleet-summary.js';
 import { openStoredData } from './stored-data.js';
 
 /**

@@ -3,7 +3,8 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
+import { runFleet } from '../../simulators/fleet/fleet-runner.js';
+import type { FleetSummary } from '../../simulators/fleet/fleet-summary.js';
 import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import {
   type AttestedCas,

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { type Fleet, type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
+import { type Fleet, runFleet } from '../../simulators/fleet/fleet-runner.js';
+import type { FleetSummary } from '../../simulators/fleet/fleet-summary.js';
 import { startTcpProxy, type TcpProxy, tempDir, waitFor } from '../helpers/agent.js';
 import { REPO_ROOT, runCli } from '../helpers/cli.js';
 import { expectCleanStop } from '../helpers/fleet.js';

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, type FleetSummary, runFleet } from '../../simulators/fleet/fleet-runner.js';
-import type { FleetStatsWindow } from '../../simulators/fleet/fleet-stats.js';
+import { type Fleet, runFleet } from '../../simulators/fleet/fleet-runner.js';
+import type { FleetSummary } from '../../simulators/fleet/fleet-summary.js';
+import type { FleetStatsWindow } from '../../simulators/fleet/stats-window.js';
 import { createSeededRandom } from '../../simulators/seeded-random.js';
 import { waitFor } from '../helpers/agent.js';
 import { type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';

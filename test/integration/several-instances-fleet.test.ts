@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Fleet, runFleet } from '../../simulators/fleet/fleet-runner.js';
-import type { FleetStatsWindow } from '../../simulators/fleet/fleet-stats.js';
+import type { FleetStatsWindow } from '../../simulators/fleet/stats-window.js';
 import { waitFor } from '../helpers/agent.js';
 import { type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
 import { expectCleanStop, expectStoredAsSent } from '../helpers/fleet.js';

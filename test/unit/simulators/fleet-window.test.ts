@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { FleetLiveStats } from '../../../simulators/fleet/fleet-runner.js';
-import {
-  type ChargerTally,
-  FleetStats,
-  failureCauseOf,
-  mergeWindowParts,
-  SimulatedOutageError,
-  summarizeWindow,
-} from '../../../simulators/fleet/fleet-stats.js';
-import { mergeLive } from '../../../simulators/fleet/fleet-workers.js';
+import { failureCauseOf, SimulatedOutageError } from '../../../simulators/fleet/failure-classes.js';
+import type { FleetLiveStats } from '../../../simulators/fleet/fleet-live.js';
+import { mergeLive } from '../../../simulators/fleet/fleet-merge.js';
+import { type ChargerTally, FleetStats } from '../../../simulators/fleet/fleet-stats.js';
 import { LatencyHistogram } from '../../../simulators/fleet/latency-histogram.js';
+import { mergeWindowParts, summarizeWindow } from '../../../simulators/fleet/stats-window.js';
 
 describe('fleet: stats windows', () => {
   it('counts each window on its own: requests, latency, failures by class and cause, new errors', () => {

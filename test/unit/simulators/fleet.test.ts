@@ -7,21 +7,17 @@ import {
   createChargerLink,
   issuedAtOf,
 } from '../../../simulators/fleet/charger-link.js';
+import { classifyFailure, SimulatedOutageError } from '../../../simulators/fleet/failure-classes.js';
 import {
   halOptionsFor,
   outageWindowFor,
   paceHalOptions,
   planFleet,
 } from '../../../simulators/fleet/fleet-mix.js';
-import { fleetPlan } from '../../../simulators/fleet/fleet-runner.js';
-import {
-  type ChargerTally,
-  classifyFailure,
-  FleetStats,
-  requestKindOf,
-  SimulatedOutageError,
-} from '../../../simulators/fleet/fleet-stats.js';
+import { fleetPlan } from '../../../simulators/fleet/fleet-options.js';
+import { type ChargerTally, FleetStats } from '../../../simulators/fleet/fleet-stats.js';
 import { LatencyHistogram } from '../../../simulators/fleet/latency-histogram.js';
+import { requestKindOf } from '../../../simulators/fleet/request-kinds.js';
 import { createTickWheel } from '../../../simulators/fleet/tick-wheel.js';
 
 describe('fleet: request kinds and failure classes', () => {
