@@ -107,6 +107,21 @@ export const TelemetryRecord = z
     }),
   );
 export type TelemetryRecord = z.infer<typeof TelemetryRecord>;
+/**
+ * The measurements a telemetry record may carry, each a number or absent: what the platform keeps of every
+ * sample and as a connector's live state. Storage types and row mappings are derived from this list, so a new
+ * measurement is added here, in the schema above and in each backend's migration and telemetry queries (a unit
+ * test holds the list to the schema).
+ */
+export const TELEMETRY_MEASUREMENTS = [
+  'voltage',
+  'current',
+  'power',
+  'energy_delivered',
+  'soc',
+  'temperature',
+] as const satisfies ReadonlyArray<keyof TelemetryRecord>;
+export type TelemetryMeasurement = (typeof TELEMETRY_MEASUREMENTS)[number];
 export const TelemetryAccepted = z.object({ accepted: z.int() });
 export const TelemetryResponse = envelopeOf(TelemetryAccepted);
 

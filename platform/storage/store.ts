@@ -7,6 +7,7 @@ import type {
   DeviceCommandsQuery,
   HeartbeatStatus,
   PendingCommand,
+  TelemetryMeasurement,
   TelemetryRecord,
 } from '../../shared/index.js';
 import type { EnergyBucket } from '../domain/energy.js';
@@ -28,20 +29,16 @@ export interface SiteRow {
   name: string;
   timezone: string;
 }
-export interface ConnectorRow {
+/** A sample's measurements as stored: null where the record carried none. */
+export type StoredMeasurements = { [K in TelemetryMeasurement]: number | null };
+export type ConnectorRow = StoredMeasurements & {
   device_id: string;
   connector_id: number;
   max_power_kw: number | null;
   v2g_capable: boolean;
   state: string | null;
-  power: number | null;
-  voltage: number | null;
-  current: number | null;
-  energy_delivered: number | null;
-  soc: number | null;
-  temperature: number | null;
   last_telemetry_ms: number | null;
-}
+};
 export interface CommandRow {
   command_id: string;
   device_id: string;

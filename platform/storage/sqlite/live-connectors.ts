@@ -1,3 +1,4 @@
+import type { TelemetryMeasurement } from '../../../shared/index.js';
 import type { ConnectorRow } from '../store.js';
 
 /**
@@ -5,10 +6,7 @@ import type { ConnectorRow } from '../store.js';
  * (device, connector). The store reads through it and writes it out every few seconds (`telemetry.ts`):
  * written in every telemetry commit, the live state touched about as many pages as the telemetry itself.
  */
-export type LiveRow = Pick<
-  ConnectorRow,
-  'device_id' | 'connector_id' | 'power' | 'voltage' | 'current' | 'energy_delivered' | 'soc' | 'temperature'
-> & {
+export type LiveRow = Pick<ConnectorRow, 'device_id' | 'connector_id' | TelemetryMeasurement> & {
   /** The telemetry row's id: what the store has written out is tracked by it. */
   id: number;
   ts_ms: number;

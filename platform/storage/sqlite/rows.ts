@@ -1,6 +1,11 @@
-import type { CommandName, CommandStatus, TelemetryRecord } from '../../../shared/index.js';
+import {
+  type CommandName,
+  type CommandStatus,
+  TELEMETRY_MEASUREMENTS,
+  type TelemetryRecord,
+} from '../../../shared/index.js';
 import type { DeviceEntry } from '../directory-rows.js';
-import type { CommandRow, ConnectorRow, ControlRow, DeviceRow } from '../store.js';
+import type { CommandRow, ConnectorRow, ControlRow, DeviceRow, StoredMeasurements } from '../store.js';
 
 /** Rows as SQLite returns them, and what the repositories make of them. */
 export interface RawDevice extends Omit<DeviceRow, 'registered'> {
@@ -62,33 +67,23 @@ export function toControl(raw: RawControl): ControlRow {
   };
 }
 
-export interface TelemetryRow {
+export type TelemetryRow = StoredMeasurements & {
   device_id: string;
   connector_id: number;
   ts_ms: number;
   state: string;
-  voltage: number | null;
-  current: number | null;
-  power: number | null;
-  energy_delivered: number | null;
-  soc: number | null;
-  temperature: number | null;
   phase_details: string | null;
   received_ms: number;
-}
+};
 export function telemetryRow(deviceId: string, t: TelemetryRecord, receivedMs: number): TelemetryRow {
-  return {
+  const row = {
     device_id: deviceId,
     connector_id: t.connector_id,
     ts_ms: Date.parse(t.timestamp),
     state: t.state,
-    voltage: t.voltage ?? null,
-    current: t.current ?? null,
-    power: t.power ?? null,
-    energy_delivered: t.energy_delivered ?? null,
-    soc: t.soc ?? null,
-    temperature: t.temperature ?? null,
     phase_details: t.phase_details ? JSON.stringify(t.phase_details) : null,
     received_ms: receivedMs,
-  };
+  } as TelemetryRow;
+  for (const m of TELEMETRY_MEASUREMENTS) row[m] = t[m] ?? null;
+  return row;
 }

@@ -1,5 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { TelemetryRecord } from '../../../shared/index.js';
+import {
+  TELEMETRY_MEASUREMENTS,
+  type TelemetryMeasurement,
+  type TelemetryRecord,
+} from '../../../shared/index.js';
 import type { ConnectorRow, TelemetryRepository } from '../store.js';
 import { placeholders, type StatementCache } from './database.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
@@ -10,6 +14,8 @@ import type { createWriteBatcher } from './write-batcher.js';
 const LIVE_STATE_SETTING = 'connector_state_up_to_telemetry_id';
 const LIVE_STATE_EVERY_MS = 5_000;
 const LIVE_STATE_CHUNK = 250;
+/** What a connector's newest sample says of it. */
+type LiveState = Pick<ConnectorRow, 'state' | 'last_telemetry_ms' | TelemetryMeasurement>;
 
 /** Connectors and their live state, telemetry ingest, heartbeats and last-seen times. */
 export function createSqliteTelemetry(
@@ -159,16 +165,8 @@ export function createSqliteTelemetry(
     let added = false;
     for (const deviceId of deviceIds) {
       for (const l of live.of(deviceId)) {
-        const state = {
-          state: l.state,
-          power: l.power,
-          voltage: l.voltage,
-          current: l.current,
-          energy_delivered: l.energy_delivered,
-          soc: l.soc,
-          temperature: l.temperature,
-          last_telemetry_ms: l.ts_ms,
-        };
+        const state = { state: l.state, last_telemetry_ms: l.ts_ms } as LiveState;
+        for (const m of TELEMETRY_MEASUREMENTS) state[m] = l[m];
         const row = index.get(`${deviceId}|${l.connector_id}`);
         if (row) {
           // A record that arrived late (an outbox replayed after an outage) is older than what was written out.
