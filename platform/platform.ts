@@ -217,7 +217,6 @@ async function createParts(
   };
   const context: Omit<PlatformContext, 'metrics'> = {
     options,
-    store,
     tokens,
     keys,
     directory,

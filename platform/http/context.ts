@@ -15,7 +15,6 @@ import type { RegistrationService } from '../services/registration-service.js';
 import type { Tenancy } from '../services/tenancy.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
-import type { Store } from '../storage/store.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
 import type { ReplayCache } from './replay-cache.js';
 
@@ -27,10 +26,9 @@ export interface PlatformOptions {
   defaultSiteId?: string | undefined;
 }
 
-/** What every route needs, injected once: storage, clock, auth and liveness. */
+/** What every route needs, built once by `buildPlatform`: the services, auth, rate limits, the clock. No store: routes reach storage through services. */
 export interface PlatformContext {
   options: PlatformOptions;
-  store: Store;
   tokens: TokenService;
   keys: PlatformKeys;
   directory: PrincipalDirectory;
