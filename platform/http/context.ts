@@ -26,7 +26,10 @@ export interface PlatformOptions {
   defaultSiteId?: string | undefined;
 }
 
-/** What every route needs, built once by `buildPlatform`: the services, auth, rate limits, the clock. No store: routes reach storage through services. */
+/**
+ * What every route needs, built once by `buildPlatform`: the services, auth, rate limits, the clock. No store:
+ * routes reach storage through services.
+ */
 export interface PlatformContext {
   options: PlatformOptions;
   tokens: TokenService;
