@@ -17,7 +17,7 @@ import { deviceRoutes } from './http/routes/device-routes.js';
 import { answersWithin, healthRoutes } from './http/routes/health.js';
 import { operatorRoutes } from './http/routes/operator-routes.js';
 import { createHttpServer, defaultInstanceId, type HttpServerOptions } from './http/server.js';
-import { createTokenService } from './services/access-tokens.js';
+import { createTokenService, type TokenService } from './services/access-tokens.js';
 import { createClientTokenService } from './services/client-token-service.js';
 import { createCommandNotifier } from './services/command-notifier.js';
 import { createCommandService } from './services/command-service.js';
@@ -28,10 +28,10 @@ import { createLiveness } from './services/liveness.js';
 import { createOperatorCommandService } from './services/operator-command-service.js';
 import { createOperatorReadService } from './services/operator-read-service.js';
 import { bothEvents } from './services/platform-events.js';
-import { createPrincipalDirectory } from './services/principal-directory.js';
+import { createPrincipalDirectory, type PrincipalDirectory } from './services/principal-directory.js';
 import { createRegistrationService } from './services/registration-service.js';
 import { createSweeper } from './services/sweeper.js';
-import { createTenancy } from './services/tenancy.js';
+import { createTenancy, type Tenancy } from './services/tenancy.js';
 import { createWebhooks, type WebhookOptions } from './services/webhooks.js';
 import type { PlatformKeys } from './storage/platform-keys.js';
 import type { Store } from './storage/store.js';
@@ -166,16 +166,33 @@ async function createParts(
   log: FastifyBaseLogger,
   shared: SharedState | undefined,
 ) {
-  const { store, keys } = opts;
-  const directory = await createPrincipalDirectory(store);
-  const tokens = createTokenService(keys.tokenKey);
-  const tenancy = createTenancy(store);
-  const rateLimiter = createRateLimiter(
-    opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
+  const directory = await createPrincipalDirectory(opts.store);
+  const base = {
+    directory,
+    tokens: createTokenService(opts.keys.tokenKey),
+    tenancy: createTenancy(opts.store),
     now,
-    opts.addressLimit ? { unauthenticated: { limit: opts.addressLimit, windowSeconds: 60 } } : {},
-  );
-  const notifier = shared?.relay.notifier ?? createCommandNotifier();
+  };
+  const listeners = await createListeners(opts, base, log, shared);
+  const context = createContext(opts, { ...base, ...listeners }, shared);
+  return { context, directory, ...listeners, notifier: context.notifier, liveness: context.liveness };
+}
+
+interface BaseParts {
+  directory: PrincipalDirectory;
+  tokens: TokenService;
+  tenancy: Tenancy;
+  now: () => number;
+}
+
+/** Who hears the platform's events: the live stream (through the relay with several instances) and webhooks. */
+async function createListeners(
+  opts: BuildOptions,
+  { directory, tokens, tenancy, now }: BaseParts,
+  log: FastifyBaseLogger,
+  shared: SharedState | undefined,
+) {
+  const { store, keys } = opts;
   const webhooks = await createWebhooks({ store, keys, directory, now, log, options: opts.webhooks });
   const stream: TelemetryStream = createTelemetryStream(
     { directory, tokens, now, tenancy },
@@ -187,6 +204,19 @@ async function createParts(
     shared ? shared.relay.events(stream.events, () => stream.subscriberCount() > 0) : stream.events,
     webhooks.events.platformEvents,
   );
+  return { webhooks, stream, events };
+}
+
+/** The services the routes call, over storage, publishing to `events`; the context that hands them over. */
+function createContext(
+  opts: BuildOptions,
+  parts: BaseParts & Awaited<ReturnType<typeof createListeners>>,
+  shared: SharedState | undefined,
+): Omit<PlatformContext, 'metrics'> {
+  const { store, keys } = opts;
+  const { directory, tokens, tenancy, now, events } = parts;
+  const webhooks = parts.webhooks.events;
+  const notifier = shared?.relay.notifier ?? createCommandNotifier();
   const liveness = createLiveness(
     store,
     now,
@@ -198,16 +228,7 @@ async function createParts(
     store,
     notifier,
     events,
-    controlChanged: (control, atMs) => webhooks.events.controlStatus(control, atMs),
-  });
-  const reporting = createDeviceReportingService({
-    store,
-    commands,
-    notifier,
-    liveness,
-    events,
-    webhooks: webhooks.events,
-    now,
+    controlChanged: (control, atMs) => webhooks.controlStatus(control, atMs),
   });
   const options: PlatformOptions = {
     env: opts.env,
@@ -215,12 +236,16 @@ async function createParts(
     tokenTtlSeconds: opts.tokenTtlSeconds,
     defaultSiteId: opts.defaultSiteId,
   };
-  const context: Omit<PlatformContext, 'metrics'> = {
+  return {
     options,
     tokens,
     keys,
     directory,
-    rateLimiter,
+    rateLimiter: createRateLimiter(
+      opts.rateLimitStore ?? shared?.rateLimitStore ?? createMemoryRateLimitStore(),
+      now,
+      opts.addressLimit ? { unauthenticated: { limit: opts.addressLimit, windowSeconds: 60 } } : {},
+    ),
     replayCache: shared?.replayCache ?? createReplayCache(),
     notifier,
     commands,
@@ -233,26 +258,18 @@ async function createParts(
       tokenTtlSeconds: opts.tokenTtlSeconds,
     }),
     secrets: createDeviceSecretService({ store, keys, directory, now }),
-    registration: createRegistrationService({
-      store,
-      keys,
-      directory,
-      webhooks: webhooks.events,
-      // The context's own options: read at each registration.
-      options,
-      now,
-    }),
+    // The context's own options, read at each registration.
+    registration: createRegistrationService({ store, keys, directory, webhooks, options, now }),
     tenancy,
-    reporting,
+    reporting: createDeviceReportingService({ store, commands, notifier, liveness, events, webhooks, now }),
     reads: createOperatorReadService({ store, tenancy, liveness, now }),
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
-    controls: createControlService({ store, commands, tenancy, now, webhooks: webhooks.events }),
+    controls: createControlService({ store, commands, tenancy, now, webhooks }),
     liveness,
     events,
-    webhooks: webhooks.events,
+    webhooks,
     now,
   };
-  return { context, directory, notifier, liveness, stream, webhooks };
 }
 
 /** Health and readiness, the OpenAPI document, the reference page and the dashboard. */

@@ -53,11 +53,14 @@ export function controlValues(control: ControlRow): unknown[] {
 
 /**
  * A device's commands, with or without a status filter (GET …/devices/{device_id}/commands): the count and page
- * statements that `sqlFor` writes for each case, built once, and the arguments each takes before LIMIT/OFFSET.
+ * statements written for each case, built once, and the arguments each takes before LIMIT/OFFSET.
  */
-export function deviceCommandStatements(sqlFor: (withStatus: boolean) => { count: string; page: string }) {
-  const all = sqlFor(false);
-  const byStatus = sqlFor(true);
+export function deviceCommandStatements(
+  countSql: (withStatus: boolean) => string,
+  pageSql: (withStatus: boolean) => string,
+) {
+  const all = { count: countSql(false), page: pageSql(false) };
+  const byStatus = { count: countSql(true), page: pageSql(true) };
   return (deviceId: string, status: string | undefined) =>
     status === undefined ? { ...all, args: [deviceId] } : { ...byStatus, args: [deviceId, status] };
 }

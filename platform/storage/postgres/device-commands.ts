@@ -24,10 +24,7 @@ export function createPgDeviceCommands(db: PgDatabase): Pick<CommandRepository, 
        FROM commands c WHERE ${where(withStatus)}
        ORDER BY c.created_ms DESC, c.command_id COLLATE "C" DESC LIMIT $${limit} OFFSET $${limit + 1}`;
   };
-  const statements = deviceCommandStatements((withStatus) => ({
-    count: countSql(withStatus),
-    page: pageSql(withStatus),
-  }));
+  const statements = deviceCommandStatements(countSql, pageSql);
 
   return {
     async listDeviceCommands(deviceId, { status, page, size }) {

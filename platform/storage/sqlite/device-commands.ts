@@ -20,10 +20,7 @@ export function createSqliteDeviceCommands(reader: SqlReader): Pick<CommandRepos
        FROM command_history h WHERE h.command_id = c.command_id) AS history
      FROM commands c WHERE ${where(withStatus)}
      ORDER BY c.created_ms DESC, c.command_id DESC LIMIT ? OFFSET ?`;
-  const statements = deviceCommandStatements((withStatus) => ({
-    count: countSql(withStatus),
-    page: pageSql(withStatus),
-  }));
+  const statements = deviceCommandStatements(countSql, pageSql);
 
   return {
     async listDeviceCommands(deviceId, { status, page, size }) {
