@@ -1,3 +1,5 @@
+export * from './artifact-manifest.js';
+export * from './artifacts.js';
 export * from './commands.js';
 export * from './device-api.js';
 export * from './envelope.js';
