@@ -3,6 +3,11 @@ export interface ConnectionLimits {
   /** A request's headers and body must have arrived within this (ms); the answer may take longer (long poll). */
   requestMs: number;
   /**
+   * A long upload's body (an artifact, `request-times.ts` LONG_UPLOADS) must have arrived within this (ms), with
+   * no pause of `requestMs`.
+   */
+  uploadMs: number;
+  /**
    * From the TCP accept to the first request's headers (ms): a connection that sends no PROXY header, no TLS
    * handshake or no request within this is closed.
    */
@@ -18,6 +23,8 @@ export interface ConnectionLimits {
 
 export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
   requestMs: 30_000,
+  // 512 MiB in an hour: about 150 kB/s at the least.
+  uploadMs: 3_600_000,
   firstRequestMs: 10_000,
   keepAliveMs: 75_000,
   maxConnections: 20_000,

@@ -18,6 +18,7 @@ import {
 import type { PlatformOptions } from './context.js';
 import { installCors } from './cors.js';
 import { createStorageFaultLog, installErrorHandling, type StorageFaultLog } from './http-errors.js';
+import { limitRequestTimes } from './request-times.js';
 import { TLS_CIPHERS } from './tls.js';
 
 export interface HttpServerOptions extends Pick<PlatformOptions, 'registration'> {
@@ -55,6 +56,12 @@ export async function createHttpServer(opts: HttpServerOptions, instanceId: stri
     maxConnections: limits.maxConnections,
     proxyProtocol: opts.proxyProtocol ?? false,
     log: app.log,
+  });
+
+  const requestTimes = limitRequestTimes(app.server as HttpsServer, limits);
+  app.addHook('onClose', (_instance, done) => {
+    requestTimes.close();
+    done();
   });
 
   const registeredRoutes: Array<{ method: string; url: string }> = [];
@@ -112,12 +119,14 @@ function fastifyOptions(
       ciphers: TLS_CIPHERS,
       handshakeTimeout: limits.firstRequestMs,
       headersTimeout: limits.requestMs,
-      requestTimeout: limits.requestMs,
+      // Bodies are timed by request-times.ts: an artifact upload may take longer than other requests.
+      requestTimeout: 0,
       connectionsCheckingInterval: connectionsCheckingMs(limits),
       ...clientCertificateRequest(opts),
     },
-    // Whole request within requestMs (headers and body; a long poll's or the stream's wait is not the request's).
-    requestTimeout: limits.requestMs,
+    // Headers within requestMs (headersTimeout); the body is timed by request-times.ts (a long poll's or the
+    // stream's wait is not the request's).
+    requestTimeout: 0,
     keepAliveTimeout: limits.keepAliveMs,
     // No idle timeout on the socket: a long poll is silent for up to 30 s by design.
     connectionTimeout: 0,
