@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // @ts-check
 /**
- * `npm run build:agent [-- --out DIR] [-- --target TARGET | --native-addon FILE]`: the self-contained agent
- * bundle for chargers.
+ * `npm run build:agent [-- --out DIR] [--target TARGET | --native-addon FILE] [--version V] [--archive FILE
+ * [--sign-key PRIVATE.pem]] [--quiet]`: the self-contained agent bundle for chargers.
  *
  *   DIR (default dist-agent/)
  *   ├── charger-agent.mjs            launcher (the `bin`): node DIR/charger-agent.mjs run|status|diag|...
@@ -27,14 +27,17 @@
  * (agent/) because the agent finds the simulated HAL at `../simulators/simulated-hal.js` from its own module
  * — the same layout as dist/.
  *
+ * `--version V` (default: package.json's) is the bundle's version: its package.json's `version`, and the agent's
+ * AGENT_VERSION in the bundled code (what it reports to the platform). `--archive FILE` also writes the bundle as
+ * one gzip'd tar and, with `--sign-key`, FILE.sig (scripts/agent-archive.mjs); the manifest's JSON is then
+ * stdout's last line. The arguments are checked before anything is built (scripts/agent-bundle-options.mjs).
+ *
  * A plain .mjs file (not TypeScript) so that it runs with no compile step: it is tooling, not shipped code,
  * and lives in scripts/ rather than simulators/ (which is compiled into dist/ and holds product code).
  */
 import {
   chmodSync,
   copyFileSync,
-  cpSync,
-  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -44,115 +47,19 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
+import { writeAgentArchive } from './agent-archive.mjs';
 import { withoutHttp2, writeCompactSources } from './agent-bundle-footprint.mjs';
+import { parseOptions, TARGETS } from './agent-bundle-options.mjs';
+import { assertInputs, createPackageCopier, licenseText } from './agent-bundle-packages.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The targets better-sqlite3 ships a prebuilt addon for (its `prebuilds/TARGET.node`) that a charger runs. */
-const TARGETS = {
-  'linux-x64': { platform: 'linux', arch: 'x64', libc: 'glibc' },
-  'linux-arm64': { platform: 'linux', arch: 'arm64', libc: 'glibc' },
-  'linuxmusl-x64': { platform: 'linux', arch: 'x64', libc: 'musl' },
-  'linuxmusl-arm64': { platform: 'linux', arch: 'arm64', libc: 'musl' },
-};
-
-/** @param {string} message */
-function usage(message) {
-  process.stderr.write(`build:agent: ${message}\n`);
-  process.exit(2);
-}
-
-/** This machine's target name, as better-sqlite3 names its prebuilds. */
-function hostTarget() {
-  const maps = process.platform === 'linux' ? readFileSync('/proc/self/maps', 'latin1') : '';
-  const musl = /\/ld-musl-[^/\s]*\.so/.test(maps);
-  return `${musl ? 'linuxmusl' : process.platform}-${process.arch}`;
-}
-
-/** @type {{ values: { out?: string, target?: string, 'native-addon'?: string, quiet?: boolean } }} */
-let parsed;
-try {
-  parsed = parseArgs({
-    options: {
-      out: { type: 'string', default: path.join(ROOT, 'dist-agent') },
-      target: { type: 'string' },
-      'native-addon': { type: 'string' },
-      quiet: { type: 'boolean', default: false },
-    },
-  });
-} catch (error) {
-  usage(error instanceof Error ? error.message : String(error));
-}
-const args = parsed.values;
-if (args.target !== undefined && args['native-addon'] !== undefined)
-  usage('give --target (a prebuilt addon) or --native-addon FILE (your own build), not both');
-/** The prebuilt addon's target, or undefined when the OEM gives their own addon. */
-const TARGET = args['native-addon'] === undefined ? (args.target ?? hostTarget()) : undefined;
-if (TARGET !== undefined && !Object.hasOwn(TARGETS, TARGET))
-  usage(
-    `--target ${TARGET}: prebuilt addons exist for ${Object.keys(TARGETS).join(', ')}; ` +
-      'for another CPU build better_sqlite3.node on it and pass --native-addon FILE',
-  );
-const OUT = path.resolve(/** @type {string} */ (args.out));
+const options = await parseOptions(ROOT);
+const { out: OUT, target: TARGET, version: VERSION } = options;
 const log = (/** @type {string} */ line) => {
-  if (!args.quiet) process.stdout.write(`${line}\n`);
+  if (!options.quiet) process.stdout.write(`${line}\n`);
 };
-
-/** npm packages the agent may bundle (anything else — fastify above all — means platform code leaked in). */
-const ALLOWED_PACKAGES = new Set([
-  'commander',
-  'zod',
-  'undici',
-  'pino',
-  'pino-std-serializers',
-  '@pinojs/redact',
-  'quick-format-unescaped',
-  'atomic-sleep',
-  'sonic-boom',
-  'on-exit-leak-free',
-  'thread-stream',
-  'safe-stable-stringify',
-  'real-require',
-  'process-warning',
-  'fast-redact',
-]);
-/** Dependencies of better-sqlite3 that are only needed to build it from source (C++ headers), not to run it. */
-const INSTALL_ONLY = new Set(['node-addon-api']);
-
-/** `node_modules/@scope/name/...` → `@scope/name`. */
-function packageOf(input) {
-  const parts = input.split('/');
-  const at = parts.lastIndexOf('node_modules');
-  if (at < 0) return undefined;
-  const first = parts[at + 1] ?? '';
-  return first.startsWith('@') ? `${first}/${parts[at + 2]}` : first;
-}
-
-/**
- * Fails the build when the bundle holds anything but `allowedDirs` and the agent's packages; returns the
- * bundled packages and their directories.
- */
-function assertInputs(metafile, allowedDirs, what) {
-  /** @type {Map<string, string>} */
-  const packages = new Map();
-  for (const input of Object.keys(metafile.inputs)) {
-    // The one-line stand-in for node:http2 (withoutHttp2, agent-bundle-footprint.mjs).
-    if (input.startsWith('without-http2:')) continue;
-    const pkg = packageOf(input);
-    if (pkg !== undefined) {
-      if (!ALLOWED_PACKAGES.has(pkg))
-        throw new Error(`${what}: unexpected package in the bundle: ${pkg} (${input})`);
-      const parts = input.split('/');
-      const at = parts.lastIndexOf('node_modules');
-      packages.set(pkg, path.join(ROOT, ...parts.slice(0, at + 1), ...pkg.split('/')));
-    } else if (!allowedDirs.some((dir) => input.startsWith(`${dir}/`))) {
-      throw new Error(`${what}: ${input} must not be in the bundle (only ${allowedDirs.join(', ')})`);
-    }
-  }
-  return packages;
-}
 
 const BANNER = [
   '// charger-agent bundle, built by scripts/build-agent.mjs; edit the sources in agent/ and shared/.',
@@ -179,68 +86,27 @@ const COMMON = {
   absWorkingDir: ROOT,
 };
 
-/** Node's lookup of a package directory: `node_modules/NAME` in `fromDir` or the nearest parent. */
-function findPackageDir(name, fromDir) {
-  for (let dir = fromDir; ; dir = path.dirname(dir)) {
-    const candidate = path.join(dir, 'node_modules', name);
-    if (existsSync(path.join(candidate, 'package.json'))) return candidate;
-    if (path.dirname(dir) === dir) throw new Error(`package ${name} not found from ${fromDir}`);
-  }
-}
+/**
+ * agent/version.ts with the bundle's version in AGENT_VERSION, so that the agent reports the version its release
+ * carries (registration, boot event, User-Agent), whatever `--version` said.
+ * @type {esbuild.Plugin}
+ */
+const stampVersion = {
+  name: 'stamp-version',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]agent[\\/]version\.ts$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const stamped = source.replace(
+        /(AGENT_VERSION = )'[^']*'/,
+        (_, lead) => `${lead}${JSON.stringify(VERSION)}`,
+      );
+      if (stamped === source) throw new Error(`AGENT_VERSION not found in ${args.path}`);
+      return { contents: stamped, loader: 'ts' };
+    });
+  },
+};
 
-/** @type {Map<string, string>} copied runtime packages and where they came from */
-const copied = new Map();
-
-function copyPackage(name, fromDir) {
-  if (copied.has(name) || INSTALL_ONLY.has(name)) return;
-  const dir = findPackageDir(name, fromDir);
-  copied.set(name, dir);
-  const pkgJson = path.join(dir, 'package.json');
-  const target = path.join(OUT, 'node_modules', name);
-  const manifest = JSON.parse(readFileSync(pkgJson, 'utf8'));
-  mkdirSync(target, { recursive: true });
-  if (name === 'better-sqlite3') {
-    copyFileSync(pkgJson, path.join(target, 'package.json'));
-    cpSync(path.join(dir, 'lib'), path.join(target, 'lib'), { recursive: true });
-    // lib/binding.js loads build/Release/better_sqlite3.node if present, else prebuilds/<host target>.node.
-    const [addon, into] =
-      TARGET === undefined
-        ? [
-            path.resolve(/** @type {string} */ (args['native-addon'])),
-            ['build', 'Release', 'better_sqlite3.node'],
-          ]
-        : [path.join(dir, 'prebuilds', `${TARGET}.node`), ['prebuilds', `${TARGET}.node`]];
-    if (!existsSync(addon)) throw new Error(`better-sqlite3 native addon not found at ${addon}`);
-    mkdirSync(path.join(target, ...into.slice(0, -1)), { recursive: true });
-    copyFileSync(addon, path.join(target, ...into));
-  } else {
-    // Small pure-JS packages: everything but tests, docs and nested installs.
-    for (const entry of readdirSync(dir)) {
-      if (
-        entry.startsWith('.') ||
-        ['node_modules', 'test', 'tests'].includes(entry) ||
-        /\.(md|d\.ts)$/i.test(entry)
-      )
-        continue;
-      cpSync(path.join(dir, entry), path.join(target, entry), { recursive: true });
-    }
-  }
-  for (const license of readdirSync(dir).filter((f) => /^licen[cs]e/i.test(f))) {
-    copyFileSync(path.join(dir, license), path.join(target, license));
-  }
-  for (const dep of Object.keys(manifest.dependencies ?? {})) copyPackage(dep, dir);
-}
-
-function licenseText(name, dir) {
-  const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
-  const file = readdirSync(dir).find((f) => /^licen[cs]e/i.test(f));
-  const text = file
-    ? readFileSync(path.join(dir, file), 'utf8').trim()
-    : `(no licence file; package.json says ${manifest.license ?? 'nothing'})`;
-  return `${'='.repeat(78)}\n${name}@${manifest.version} — ${manifest.license ?? '?'}\n${'='.repeat(78)}\n${text}\n`;
-}
-
-function sizeOf(p) {
+function sizeOf(/** @type {string} */ p) {
   const st = statSync(p);
   if (!st.isDirectory()) return st.size;
   return readdirSync(p).reduce((sum, entry) => sum + sizeOf(path.join(p, entry)), 0);
@@ -253,7 +119,7 @@ mkdirSync(OUT, { recursive: true });
 const main = await esbuild.build({
   ...COMMON,
   write: false,
-  plugins: [withoutHttp2],
+  plugins: [withoutHttp2, stampVersion],
   entryPoints: { 'charger-agent': path.join(ROOT, 'agent', 'cli.ts') },
   outdir: path.join(OUT, 'agent'),
   outExtension: { '.js': '.mjs' },
@@ -267,7 +133,7 @@ const main = await esbuild.build({
   banner: { js: BANNER },
 });
 writeCompactSources(main.outputFiles);
-const bundled = assertInputs(main.metafile, ['agent', 'shared'], 'agent bundle');
+const bundled = assertInputs(ROOT, main.metafile, ['agent', 'shared'], 'agent bundle');
 
 const sim = await esbuild.build({
   ...COMMON,
@@ -277,7 +143,7 @@ const sim = await esbuild.build({
     js: '// Simulated charger hardware for bench rigs (charger-agent run --hal simulated). Not for chargers.',
   },
 });
-assertInputs(sim.metafile, ['simulators', 'agent'], 'simulated HAL');
+assertInputs(ROOT, sim.metafile, ['simulators', 'agent'], 'simulated HAL');
 for (const input of Object.keys(sim.metafile.inputs)) {
   if (input.startsWith('agent/') && input !== 'agent/hal.ts')
     throw new Error(`simulated HAL pulls in ${input}`);
@@ -327,11 +193,10 @@ await import('./agent/charger-agent.mjs');
 );
 chmodSync(launcher, 0o755);
 
+const { copyPackage, copied } = createPackageCopier(options);
 copyPackage('better-sqlite3', ROOT);
 
 const rootManifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-const versionSource = readFileSync(path.join(ROOT, 'agent', 'version.ts'), 'utf8');
-const agentVersion = /AGENT_VERSION = '([^']+)'/.exec(versionSource)?.[1] ?? rootManifest.version;
 const nodeSupportSource = readFileSync(path.join(ROOT, 'shared', 'node-support.ts'), 'utf8');
 const SUPPORTED_NODE_LINES = JSON.parse(
   /SUPPORTED_NODE_LINES: readonly number\[\] = (\[[\d, ]+\])/.exec(nodeSupportSource)?.[1] ?? 'null',
@@ -346,7 +211,7 @@ writeFileSync(
   `${JSON.stringify(
     {
       name: 'charger-agent',
-      version: agentVersion,
+      version: VERSION,
       description: 'The on-charger agent of the charger platform (self-contained bundle)',
       private: true,
       license: rootManifest.license,
@@ -355,7 +220,7 @@ writeFileSync(
       engines: rootManifest.engines,
       bundleDependencies: ['better-sqlite3'],
       chargerAgent: {
-        builtAt: new Date().toISOString(),
+        builtAt: options.builtAt.toISOString(),
         betterSqlite3: sqliteVersion,
         // The Node lines the bundle supports (shared/node-support.ts) and the machine its addon is for.
         nodeLines: SUPPORTED_NODE_LINES,
@@ -363,7 +228,7 @@ writeFileSync(
         nativeAddon:
           TARGET === undefined
             ? {
-                source: path.basename(/** @type {string} */ (args['native-addon'])),
+                source: path.basename(/** @type {string} */ (options.nativeAddon)),
                 note: 'given with --native-addon',
               }
             : { prebuilt: `better-sqlite3@${sqliteVersion} prebuilds/${TARGET}.node`, abi: 'N-API' },
@@ -386,7 +251,7 @@ writeFileSync(
     .join('\n')}`,
 );
 
-log(`charger-agent ${agentVersion} bundle in ${OUT} (${Date.now() - started} ms)`);
+log(`charger-agent ${VERSION} bundle in ${OUT} (${Date.now() - started} ms)`);
 for (const entry of readdirSync(OUT).sort()) {
   const size = sizeOf(path.join(OUT, entry));
   log(`  ${entry.padEnd(26)} ${(size / 1024).toFixed(0).padStart(6)} KiB`);
@@ -395,3 +260,20 @@ log(`  total                      ${(sizeOf(OUT) / 1024).toFixed(0).padStart(6)}
 log(
   `  bundled: ${[...bundled.keys()].sort().join(', ')}; in node_modules/: ${[...copied.keys()].join(', ')}`,
 );
+
+if (options.archive !== undefined) {
+  const manifest = await writeAgentArchive({
+    root: ROOT,
+    bundleDir: OUT,
+    archive: options.archive,
+    version: VERSION,
+    // A bundle with the OEM's own addon names no target: the manifest's empty target (DESIGN.md §19).
+    target: TARGET ?? '',
+    mtime: options.builtAt,
+    signKey: options.signKey,
+  });
+  log(`  archive: ${options.archive} (${(manifest.size / 1024).toFixed(0)} KiB, sha256 ${manifest.sha256})`);
+  if (manifest.signature !== undefined) log(`  signature: ${options.archive}.sig`);
+  // The last line, always (even with --quiet): what `charger-platform artifacts add` needs.
+  process.stdout.write(`${JSON.stringify(manifest)}\n`);
+}

@@ -1,9 +1,12 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, generateKeyPairSync, type KeyObject, verify } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { artifactSigningText } from '../../shared/artifact-manifest.js';
 import { tempDir, waitFor } from '../helpers/agent.js';
-import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { buildAgent, filesUnder } from '../helpers/agent-bundle.js';
+import { runCli } from '../helpers/cli.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -20,34 +23,12 @@ import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 let tmp: ReturnType<typeof tempDir>;
 let bundle: string;
 let tp: TestPlatform;
+/** The bundle is also built as a signed release: `--version`, `--archive`, `--sign-key` (DESIGN.md §19). */
+let release: { archive: string; stdout: string; publicKey: KeyObject; keyFile: string };
+const RELEASE_VERSION = '7.8.9-test.1';
+/** A reproducible build: the same sources and this time give the same archive. */
+const SOURCE_DATE_EPOCH = '1700000000';
 const running: ChildProcess[] = [];
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((entry) => {
-    const full = path.join(dir, entry);
-    return statSync(full).isDirectory() ? filesUnder(full) : [full];
-  });
-}
-
-/** `npm run build:agent -- ...args`, as an OEM runs it. */
-function buildAgent(args: string[]): Promise<{ code: number | null; output: string }> {
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  return new Promise((resolve, reject) => {
-    const child = spawn(npm, ['run', '--silent', 'build:agent', '--', ...args], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-  });
-}
 
 /** ELF e_machine of a shared object: 62 x86-64, 183 AArch64. */
 function elfMachine(file: string): number {
@@ -69,8 +50,16 @@ function oldNode(): string | undefined {
 beforeAll(async () => {
   tmp = tempDir('agent-bundle-');
   bundle = path.join(tmp.dir, 'charger-agent');
-  const build = await buildAgent(['--out', bundle]);
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const keyFile = path.join(tmp.dir, 'release-ed25519.pem');
+  writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  const archive = path.join(tmp.dir, `charger-agent-${RELEASE_VERSION}.tar.gz`);
+  const build = await buildAgent(
+    ['--out', bundle, '--version', RELEASE_VERSION, '--archive', archive, '--sign-key', keyFile],
+    { SOURCE_DATE_EPOCH },
+  );
   if (build.code !== 0) throw new Error(`npm run build:agent failed:\n${build.output}`);
+  release = { archive, stdout: build.stdout, publicKey, keyFile };
   tp = await startTestPlatform();
 }, 90_000);
 
@@ -297,4 +286,109 @@ describe('build:agent for another machine, and the launcher on the wrong one', (
       );
     },
   );
+});
+
+describe('build:agent --archive --sign-key: the bundle as a signed release (DESIGN.md §19)', () => {
+  const sha256Of = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+  it("is a gzip'd tar of the bundle's files at its root, unpacking to the same bytes as --out", () => {
+    const listed = execFileSync('tar', ['-tzf', release.archive], { encoding: 'utf8' }).trim().split('\n');
+    const files = filesUnder(bundle)
+      .map((f) => path.relative(bundle, f).split(path.sep).join('/'))
+      .sort();
+    expect(listed.filter((entry) => !entry.endsWith('/')).sort()).toEqual(files);
+    expect(listed).toContain('charger-agent.mjs');
+    expect(listed).toContain('agent/charger-agent.mjs');
+    const unpacked = path.join(tmp.dir, 'unpacked');
+    mkdirSync(unpacked);
+    execFileSync('tar', ['-xzf', release.archive, '-C', unpacked]);
+    for (const file of files) {
+      expect(
+        readFileSync(path.join(unpacked, file)).equals(readFileSync(path.join(bundle, file))),
+        file,
+      ).toBe(true);
+    }
+    expect(statSync(path.join(unpacked, 'charger-agent.mjs')).mode & 0o111).toBe(0o111);
+  });
+
+  it("carries its version: the bundle's package.json and the agent it runs", async () => {
+    const manifest = JSON.parse(readFileSync(path.join(bundle, 'package.json'), 'utf8'));
+    expect(manifest.version).toBe(RELEASE_VERSION);
+    expect(manifest.chargerAgent.builtAt).toBe(new Date(Number(SOURCE_DATE_EPOCH) * 1000).toISOString());
+    const version = await runCli(['--version'], { script: path.join(bundle, 'charger-agent.mjs') });
+    expect(version.stdout.trim()).toBe(RELEASE_VERSION);
+  });
+
+  it("writes FILE.sig: the manifest of the file and its Ed25519 signature, also stdout's last line", () => {
+    const sig = JSON.parse(readFileSync(`${release.archive}.sig`, 'utf8'));
+    expect(sig).toEqual({
+      kind: 'agent',
+      version: RELEASE_VERSION,
+      target: `linux-${process.arch}`,
+      sha256: sha256Of(release.archive),
+      size: statSync(release.archive).size,
+      signature: expect.stringMatching(/^[A-Za-z0-9+/]{86}==$/),
+    });
+    expect(JSON.parse(release.stdout.trim().split('\n').at(-1) ?? '')).toEqual(sig);
+    const text = Buffer.from(artifactSigningText(sig));
+    expect(verify(null, text, release.publicKey, Buffer.from(sig.signature, 'base64'))).toBe(true);
+    // Over exactly that manifest: another version does not verify.
+    const other = Buffer.from(artifactSigningText({ ...sig, version: '7.8.10' }));
+    expect(verify(null, other, release.publicKey, Buffer.from(sig.signature, 'base64'))).toBe(false);
+  });
+
+  it('builds the same archive twice from the same sources (SOURCE_DATE_EPOCH); unsigned, no .sig', async () => {
+    const again = path.join(tmp.dir, 'again.tar.gz');
+    const build = await buildAgent(
+      [
+        '--out',
+        path.join(tmp.dir, 'bundle-again'),
+        '--version',
+        RELEASE_VERSION,
+        '--archive',
+        again,
+        '--quiet',
+      ],
+      { SOURCE_DATE_EPOCH },
+    );
+    expect(build.code, build.output).toBe(0);
+    expect(sha256Of(again)).toBe(sha256Of(release.archive));
+    expect(existsSync(`${again}.sig`)).toBe(false);
+    // --quiet leaves the manifest alone on stdout, without a signature.
+    expect(JSON.parse(build.stdout)).toEqual({
+      kind: 'agent',
+      version: RELEASE_VERSION,
+      target: `linux-${process.arch}`,
+      sha256: sha256Of(again),
+      size: statSync(again).size,
+    });
+  }, 60_000);
+
+  it('refuses a bad key or --sign-key without --archive with one line, before building anything', async () => {
+    const rsa = path.join(tmp.dir, 'rsa.pem');
+    writeFileSync(
+      rsa,
+      generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }),
+    );
+    const publicOnly = path.join(tmp.dir, 'public.pem');
+    writeFileSync(publicOnly, release.publicKey.export({ type: 'spki', format: 'pem' }));
+    const out = path.join(tmp.dir, 'bundle-refused');
+    const archive = path.join(tmp.dir, 'refused.tar.gz');
+    const cases: [string[], string][] = [
+      [['--sign-key', release.keyFile], '--sign-key signs the archive: give --archive FILE too'],
+      [['--archive', archive, '--sign-key', path.join(tmp.dir, 'missing.pem')], 'cannot read it'],
+      [['--archive', archive, '--sign-key', rsa], 'a key of type rsa; artifacts are signed with Ed25519'],
+      [['--archive', archive, '--sign-key', publicOnly], 'not a private key in PEM'],
+      [['--archive', archive, '--version', 'no/slashes'], '--version no/slashes: letters, digits'],
+      [['--archive', path.join(out, 'inside.tar.gz')], "must be outside the bundle's directory"],
+    ];
+    for (const [args, message] of cases) {
+      const build = await buildAgent(['--out', out, ...args]);
+      expect(build.code, build.output).toBe(2);
+      expect(build.stdout).toBe('');
+      expect(build.stderr.trim().split('\n')).toHaveLength(1);
+      expect(build.stderr).toContain(message);
+      expect(existsSync(out) || existsSync(archive)).toBe(false);
+    }
+  }, 60_000);
 });
