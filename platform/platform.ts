@@ -118,6 +118,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     store: opts.store,
     commands: context.commands,
     secrets: context.secrets,
+    artifacts: context.artifacts,
     now,
     everyMs: opts.sweepEveryMs ?? 1000,
     log: app.log,

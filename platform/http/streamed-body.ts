@@ -14,6 +14,12 @@ export function registerStreamedRoute(app: FastifyInstance, options: RouteOption
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    // Answered before the body was read to its end (a refusal): close the connection rather than let the
+    // client send the rest of a file of up to 512 MiB, which Node would read and throw away to keep it alive.
+    scope.addHook('onSend', (request, reply, _payload, done) => {
+      if (!request.raw.complete) reply.header('connection', 'close');
+      done();
+    });
     scope.route(options);
   });
 }

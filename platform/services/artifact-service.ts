@@ -17,6 +17,12 @@ import type { ArtifactRepository, ArtifactRow } from '../storage/artifact-reposi
 import type { Page } from '../storage/page.js';
 import type { TenantActor } from './tenancy.js';
 
+/**
+ * An upload still under way after this long was left by an instance that stopped mid-upload (a failing upload
+ * removes itself): the sweep removes it. 512 MiB takes about 1.5 h at 100 KiB/s, far inside this.
+ */
+export const ABANDONED_UPLOAD_MS = 24 * 3600_000;
+
 export interface ArtifactServiceDeps {
   store: ArtifactRepository;
   now: () => number;
@@ -124,9 +130,12 @@ export function createArtifactService(deps: ArtifactServiceDeps) {
       query: ArtifactUploadQuery,
       signature: string | undefined,
       body: Readable,
+      /** The request's Content-Length, when it gave one: too large a file is refused before it is read. */
+      declaredBytes?: number,
     ): Promise<Artifact> {
       const checked = checkedSignature(signature);
       const operatorId = owningOperator(operatorIds, query.operator_id);
+      if (declaredBytes !== undefined && declaredBytes > ARTIFACT_MAX_BYTES) throw tooLarge();
       const artifactId = newId('art');
       const begun = await store.beginArtifact({
         artifact_id: artifactId,

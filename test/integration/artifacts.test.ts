@@ -1,7 +1,12 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACT_CHUNK_BYTES, type ArtifactManifest, artifactSigningText } from '../../shared/index.js';
+import {
+  ARTIFACT_CHUNK_BYTES,
+  ARTIFACT_MAX_BYTES,
+  type ArtifactManifest,
+  artifactSigningText,
+} from '../../shared/index.js';
 import {
   createTenant,
   expectError,
@@ -104,6 +109,10 @@ describe('POST /v1/operator/artifacts', () => {
     expect((await upload(file, { kind: 'agent', version: '1.0.0' })).status).toBe(200);
     const again = expectError(await upload(randomBytes(10), { kind: 'agent', version: '1.0.0' }), 409, 4001);
     expect(again.message).toContain('1.0.0');
+    // Refused before its body was read: the connection closes rather than take the rest of a large file.
+    const big = await upload(randomBytes(3 * ARTIFACT_CHUNK_BYTES), { kind: 'agent', version: '1.0.0' });
+    expectError(big, 409, 4001);
+    expect(big.headers.connection).toBe('close');
     expect((await upload(file, { kind: 'agent', version: '1.0.1' })).status).toBe(200);
     expect((await upload(file, { kind: 'firmware', version: '1.0.0' })).status).toBe(200);
     expect((await upload(file, { kind: 'agent', version: '1.0.0', target: 'linux-arm64' })).status).toBe(200);
@@ -211,6 +220,39 @@ describe('POST /v1/operator/artifacts', () => {
     );
   });
 
+  it('refuses a file declared larger than 512 MiB before reading it (413/1002)', async () => {
+    const res = await new Promise<{ status: number; body: string; connection: string | undefined }>(
+      (resolve, reject) => {
+        const req = httpsRequest(
+          new URL(`${tp.url}/v1/operator/artifacts?kind=firmware&version=huge-1`),
+          {
+            method: 'POST',
+            ca: tp.ca,
+            headers: {
+              authorization: `Bearer ${alpha.token}`,
+              'content-type': 'application/octet-stream',
+              'content-length': String(ARTIFACT_MAX_BYTES + 1),
+              'x-artifact-signature': `${'A'.repeat(86)}==`,
+            },
+          },
+          (r) => {
+            let body = '';
+            r.on('data', (d) => {
+              body += d;
+            });
+            r.on('end', () => resolve({ status: r.statusCode ?? 0, body, connection: r.headers.connection }));
+          },
+        );
+        req.on('error', reject);
+        req.write(randomBytes(1000));
+      },
+    );
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 1002 });
+    expect(res.connection).toBe('close');
+    expect(await uploadsUnderWay()).toEqual([]);
+  });
+
   it('leaves nothing behind when the client goes away mid-upload', async () => {
     const url = new URL(`${tp.url}/v1/operator/artifacts?kind=firmware&version=cut-1`);
     const req = httpsRequest(url, {
@@ -238,6 +280,35 @@ describe('POST /v1/operator/artifacts', () => {
     }
     // The release is free again.
     expect((await upload(randomBytes(10), { kind: 'firmware', version: 'cut-1' })).status).toBe(200);
+  });
+});
+
+describe('uploads an instance abandoned', () => {
+  it('are removed by the sweep once a day old, with their chunks; younger ones are left alone', async () => {
+    const begin = async (version: string, created_ms: number) => {
+      const artifact_id = `art_${version.padStart(20, '0')}`;
+      await tp.store.beginArtifact({
+        artifact_id,
+        operator_id: alpha.operatorId,
+        kind: 'agent',
+        version,
+        target: '',
+        signature: `${'A'.repeat(86)}==`,
+        created_ms,
+      });
+      await tp.store.putArtifactChunk(artifact_id, 0, Buffer.from('partial'));
+      return artifact_id;
+    };
+    const old = await begin('1001', tp.now() - 24 * 3600_000 - 1000);
+    const young = await begin('1002', tp.now() - 23 * 3600_000);
+    await tp.platform.sweep();
+    expect(await uploadsUnderWay()).toEqual([young]);
+    // The old release is free again; the young upload may still finish.
+    expect((await upload(randomBytes(10), { kind: 'agent', version: '1001' })).status).toBe(200);
+    expect(await tp.store.finishArtifact(young, { sha256: 'ab'.repeat(32), size: 7 })).toMatchObject({
+      status: 'ready',
+    });
+    expect(old).not.toBe(young);
   });
 });
 

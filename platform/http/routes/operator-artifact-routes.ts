@@ -45,11 +45,13 @@ export function operatorArtifactRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404, 409],
       handler: async ({ query, request }) => {
         const signature = request.headers[ARTIFACT_SIGNATURE_HEADER];
+        const length = request.headers['content-length'];
         return ctx.artifacts.upload(
           principal(request).operatorIds,
           query,
           typeof signature === 'string' ? signature : undefined,
           streamedBody(request),
+          length === undefined ? undefined : Number(length),
         );
       },
     }),
