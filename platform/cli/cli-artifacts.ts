@@ -77,21 +77,25 @@ async function ed25519Key(path: string): Promise<KeyObject> {
   return key;
 }
 
-export function addArtifactsCommand(program: Command, withStore: WithStore): void {
-  const artifacts = program
-    .command('artifacts')
-    .description('Update artifacts: sign a release (OEM side) and add it to an operator');
-  artifacts
-    .command('sign')
-    .description("sign a file's manifest with the OEM's Ed25519 key: prints {sha256, size, signature}")
-    .requiredOption('--key <file>', 'the Ed25519 private key (PEM)')
+/** The file and its release, as both commands take them. */
+function releaseOptions(command: Command): Command {
+  return command
     .requiredOption('--file <file>', 'the artifact file')
     .requiredOption('--kind <kind>', 'agent or firmware')
     .requiredOption('--version <version>')
     .option(
       '--target <target>',
       'a platform (linux-arm64) or hardware model; none: every charger of its kind',
-    )
+    );
+}
+
+export function addArtifactsCommand(program: Command, withStore: WithStore): void {
+  const artifacts = program
+    .command('artifacts')
+    .description('Update artifacts: sign a release (OEM side) and add it to an operator');
+  releaseOptions(artifacts.command('sign'))
+    .description("sign a file's manifest with the OEM's Ed25519 key: prints {sha256, size, signature}")
+    .requiredOption('--key <file>', 'the Ed25519 private key (PEM)')
     .option('--json', 'machine-readable output')
     .action(async (o) => {
       const release = releaseOf(o);
@@ -110,21 +114,13 @@ export function addArtifactsCommand(program: Command, withStore: WithStore): voi
         o.json ? `${JSON.stringify(out)}\n` : `sha256 ${out.sha256}\nsize ${size}\nsignature ${signature}\n`,
       );
     });
-  artifacts
-    .command('add')
+  releaseOptions(artifacts.command('add'))
     .description(
       "add a signed file to an operator's artifacts (the signature is stored, the charger verifies it)",
     )
     .requiredOption('--data-dir <dir>')
     .addOption(databaseOption())
     .requiredOption('--operator <id>', 'the operator the artifact belongs to')
-    .requiredOption('--file <file>', 'the artifact file')
-    .requiredOption('--kind <kind>', 'agent or firmware')
-    .requiredOption('--version <version>')
-    .option(
-      '--target <target>',
-      'a platform (linux-arm64) or hardware model; none: every charger of its kind',
-    )
     .requiredOption('--signature <base64>', "the manifest's signature, as `artifacts sign` printed it")
     .option('--json', 'machine-readable output')
     .action(async (o) => {
