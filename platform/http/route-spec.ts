@@ -179,10 +179,11 @@ export function registerRoutes(
           if (verified) await verified;
         }
 
-        if (spec.streamed) requireOctetStream(request);
-        if (spec.headers) parse(spec.headers, request.headers);
         const params = spec.params ? parse(spec.params, request.params) : undefined;
         const query = spec.query ? parse(spec.query, request.query ?? {}) : undefined;
+        if (spec.headers) parse(spec.headers, request.headers);
+        // A file's type is checked once the request around it is known to be good (streamed-body.ts).
+        if (spec.streamed) requireOctetStream(request);
         const given = spec.prepareBody ? spec.prepareBody(request) : request.body;
         const rawBody = given === undefined && spec.bodyOptional ? {} : given;
         const body = spec.body ? parse(spec.body, rawBody) : undefined;
