@@ -2,6 +2,7 @@
 import './cli/supported-node.js';
 import { Command } from 'commander';
 import { isIanaTimezone } from '../shared/index.js';
+import { addArtifactsCommand } from './cli/cli-artifacts.js';
 import { addClientsCommands } from './cli/cli-clients.js';
 import { addEnrolmentsCommand } from './cli/cli-enrolments.js';
 import { addKeyFileOptions, databaseOption } from './cli/cli-options.js';
@@ -168,6 +169,7 @@ devices
   });
 
 addEnrolmentsCommand(program, withStore);
+addArtifactsCommand(program, withStore);
 // After every command is defined (other modules add theirs): --key-file wherever --data-dir is taken.
 addKeyFileOptions(program);
 

@@ -18,6 +18,7 @@ import { answersWithin, healthRoutes } from './http/routes/health.js';
 import { operatorRoutes } from './http/routes/operator-routes.js';
 import { createHttpServer, defaultInstanceId, type HttpServerOptions } from './http/server.js';
 import { createTokenService, type TokenService } from './services/access-tokens.js';
+import { createArtifactService } from './services/artifact-service.js';
 import { createClientTokenService } from './services/client-token-service.js';
 import { createCommandNotifier } from './services/command-notifier.js';
 import { createCommandService } from './services/command-service.js';
@@ -117,6 +118,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     store: opts.store,
     commands: context.commands,
     secrets: context.secrets,
+    artifacts: context.artifacts,
     now,
     everyMs: opts.sweepEveryMs ?? 1000,
     log: app.log,
@@ -265,6 +267,7 @@ function createContext(
     reads: createOperatorReadService({ store, tenancy, liveness, now }),
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
     controls: createControlService({ store, commands, tenancy, now, webhooks }),
+    artifacts: createArtifactService({ store, now }),
     liveness,
     events,
     webhooks,

@@ -26,6 +26,8 @@ export const ArtifactUploadQuery = z.strictObject({
   kind: ArtifactKind,
   version: ArtifactVersion,
   target: z.optional(ArtifactTarget),
+  /** The owning operator; needed only when the client acts for several. */
+  operator_id: z.optional(Identifier),
 });
 export type ArtifactUploadQuery = z.infer<typeof ArtifactUploadQuery>;
 

@@ -1,5 +1,6 @@
 import type { RegistrationPolicy } from '../domain/registration.js';
 import type { TokenService } from '../services/access-tokens.js';
+import type { ArtifactService } from '../services/artifact-service.js';
 import type { ClientTokenService } from '../services/client-token-service.js';
 import type { CommandNotifier } from '../services/command-notifier.js';
 import type { CommandService } from '../services/command-service.js';
@@ -54,6 +55,8 @@ export interface PlatformContext {
   operatorCommands: OperatorCommandService;
   /** Load-flexibility controls. */
   controls: ControlService;
+  /** Update artifacts: an operator's signed files, stored in chunks (DESIGN.md §19). */
+  artifacts: ArtifactService;
   /** Chargers registering on first connection (DESIGN.md §3, §18). */
   registration: RegistrationService;
   metrics: PlatformMetrics;

@@ -37,7 +37,7 @@ const ERROR_HEADERS: Record<number, JsonSchema> = {
  * (`queryInt`): such a parameter is documented by what it is once parsed, an integer with its bounds and
  * default, rather than by the digit pattern it is read with. Validation itself is unchanged.
  */
-function parameters(schema: z.core.$ZodType | undefined, where: 'path' | 'query'): JsonSchema[] {
+function parameters(schema: z.core.$ZodType | undefined, where: 'path' | 'query' | 'header'): JsonSchema[] {
   if (!schema) return [];
   const js = jsonSchema(schema, 'input');
   const parsed = (jsonSchema(schema, 'output').properties ?? {}) as Record<string, JsonSchema>;
@@ -213,13 +213,24 @@ function operationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSche
       .filter(Boolean)
       .map((p) => p[0]!.toUpperCase() + p.slice(1))
       .join('')}`,
-    parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
+    parameters: [
+      ...parameters(r.params, 'path'),
+      ...parameters(r.query, 'query'),
+      ...parameters(r.headers, 'header'),
+    ],
     responses,
   };
   if (r.description) operation.description = r.description;
   if (r.auth.kind === 'operator') operation.security = [{ operatorOAuth: [r.auth.scope] }];
   else if (r.auth.kind === 'device') operation.security = [{ deviceBearer: [] }];
   else operation.security = [];
+  if (r.streamed) {
+    operation.requestBody = {
+      required: true,
+      description: r.streamed.description,
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    };
+  }
   if (r.body) {
     const content: Record<string, unknown> = {
       'application/json': { schema: jsonSchema(r.body, 'input') },

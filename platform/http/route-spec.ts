@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type * as z from 'zod';
 import { ErrorCode, ok, RATE_LIMIT_MESSAGE, type Scope } from '../../shared/index.js';
 import { ApiError } from '../domain/api-error.js';
@@ -8,6 +8,7 @@ import type { PlatformContext } from './context.js';
 import { parse } from './parse.js';
 import { addressKey } from './rate-limit/address-key.js';
 import { type RateClass, type RateDecision, rateLimitHeader } from './rate-limit/rate-limiter.js';
+import { registerStreamedRoute, requireOctetStream } from './streamed-body.js';
 
 /**
  * One declaration per endpoint: method, path, who may call it, its rate-limit class and its shared zod
@@ -47,6 +48,14 @@ export interface RouteSpec<
   /** The body may be left out entirely (validated as `{}`). */
   bodyOptional?: boolean;
   bodyLimit?: number;
+  /**
+   * The body is a file (`application/octet-stream`, any other type answers 415), handed to the handler unread as
+   * the request stream (streamed-body.ts): never buffered, whatever its size, so the handler enforces its limit.
+   * `description` documents it.
+   */
+  streamed?: { description: string };
+  /** Request headers to validate before the handler runs (and to document), by lower-case name. */
+  headers?: Schema;
   query?: Q;
   params?: P;
   /** Schema of `data` (or of the whole body when `raw`). */
@@ -145,7 +154,7 @@ export function registerRoutes(
   routes: readonly AnyRoute[],
 ): void {
   for (const spec of routes) {
-    app.route({
+    const options: RouteOptions = {
       method: spec.method,
       url: spec.url,
       ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
@@ -172,12 +181,17 @@ export function registerRoutes(
 
         const params = spec.params ? parse(spec.params, request.params) : undefined;
         const query = spec.query ? parse(spec.query, request.query ?? {}) : undefined;
+        if (spec.headers) parse(spec.headers, request.headers);
+        // A file's type is checked once the request around it is known to be good (streamed-body.ts).
+        if (spec.streamed) requireOctetStream(request);
         const given = spec.prepareBody ? spec.prepareBody(request) : request.body;
         const rawBody = given === undefined && spec.bodyOptional ? {} : given;
         const body = spec.body ? parse(spec.body, rawBody) : undefined;
         const data = await spec.handler({ body, query, params, request, reply });
         return spec.raw ? data : ok(data);
       },
-    });
+    };
+    if (spec.streamed) registerStreamedRoute(app, options);
+    else app.route(options);
   }
 }

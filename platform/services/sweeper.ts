@@ -2,18 +2,21 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { StorageFault } from '../storage/storage-faults.js';
 import { storageFaultOf } from '../storage/storage-faults.js';
 import type { Store } from '../storage/store.js';
+import { ABANDONED_UPLOAD_MS, type ArtifactService } from './artifact-service.js';
 import type { CommandService } from './command-service.js';
 import type { DeviceSecretService } from './device-secret-service.js';
 
 /**
- * Expires overdue commands, completes ended controls and promotes pending device secrets past their grace, on a
- * timer. Several instances share one database: one of them sweeps at a time (an advisory lock on PostgreSQL).
- * The timer skips a turn while another sweep runs; `sweep()` asked for explicitly waits for it and runs its own.
+ * Expires overdue commands, completes ended controls, promotes pending device secrets past their grace and removes
+ * artifact uploads an instance abandoned, on a timer. Several instances share one database: one of them sweeps at
+ * a time (an advisory lock on PostgreSQL). The timer skips a turn while another sweep runs; `sweep()` asked for
+ * explicitly waits for it and runs its own.
  */
 export function createSweeper(deps: {
   store: Pick<Store, 'runAlone'>;
   commands: Pick<CommandService, 'sweep'>;
   secrets: Pick<DeviceSecretService, 'promoteExpired'>;
+  artifacts: Pick<ArtifactService, 'removeStaleUploads'>;
   now: () => number;
   everyMs: number;
   log: FastifyBaseLogger;
@@ -23,6 +26,7 @@ export function createSweeper(deps: {
     deps.store.runAlone('sweep', async () => {
       await deps.commands.sweep(deps.now());
       await deps.secrets.promoteExpired(deps.now());
+      await deps.artifacts.removeStaleUploads(deps.now() - ABANDONED_UPLOAD_MS);
     });
   const timer = setInterval(() => {
     sweepUnlessRunning().catch((err: unknown) => {

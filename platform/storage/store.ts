@@ -11,6 +11,7 @@ import type {
   TelemetryRecord,
 } from '../../shared/index.js';
 import type { EnergyBucket } from '../domain/energy.js';
+import type { ArtifactRepository } from './artifact-repository.js';
 import type { ClientRepository } from './client-repository.js';
 import type { DeviceRepository } from './device-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
@@ -266,6 +267,7 @@ export interface DeviceHistoryRepository {
   ): Promise<void>;
 }
 
+export type { ArtifactRepository, ArtifactRow, NewArtifact } from './artifact-repository.js';
 export type {
   ClientRepository,
   ClientRow,
@@ -331,4 +333,5 @@ export type Store = OperatorDirectory &
   DeviceHistoryRepository &
   WebhookRepository &
   EnrolmentRepository &
+  ArtifactRepository &
   Maintenance;

@@ -54,6 +54,7 @@ interface Ids {
   device_command_id: string;
   webhook_id: string;
   delivery_id: string;
+  artifact_id: string;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -126,6 +127,16 @@ async function resourcesOf(tenant: Tenant, device: RegisteredDevice, by?: { toke
     token: c.token,
   });
   expect(test.status, test.text).toBe(200);
+  const artifact = await tp.http.post(
+    `/v1/operator/artifacts?kind=agent&version=auth-${++serial}&operator_id=${tenant.operatorId}`,
+    {
+      token: c.token,
+      raw: Buffer.from('an agent bundle'),
+      contentType: 'application/octet-stream',
+      headers: { 'x-artifact-signature': `${'A'.repeat(86)}==` },
+    },
+  );
+  expect(artifact.status, artifact.text).toBe(200);
   return {
     device_id: device.deviceId,
     site_id: tenant.siteId,
@@ -136,6 +147,7 @@ async function resourcesOf(tenant: Tenant, device: RegisteredDevice, by?: { toke
     device_command_id: schedule.body.data.command_id,
     webhook_id: webhook.body.data.webhook_id,
     delivery_id: test.body.data.delivery_id,
+    artifact_id: artifact.body.data.artifact_id,
   };
 }
 
@@ -181,6 +193,7 @@ function pathOf(route: AnyRoute, ids: Ids): string {
     schedule_id: ids.schedule_id,
     webhook_id: ids.webhook_id,
     delivery_id: ids.delivery_id,
+    artifact_id: ids.artifact_id,
   };
   return route.url.replace(/:([A-Za-z_]+)/g, (_m, name: string) => {
     const v = values[name];
@@ -480,6 +493,7 @@ describe('credential matrix: every endpoint × every wrong credential gets exact
         own.control_id,
         own.webhook_id,
         own.delivery_id,
+        own.artifact_id,
       ]) {
         expect(res.text, `${key(route)} leaks ${id}`).not.toContain(id);
       }
@@ -499,6 +513,7 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     'control_id',
     'webhook_id',
     'delivery_id',
+    'artifact_id',
   ] as const;
 
   /** The body of an answer with the id replaced, so two answers compare on everything else. */
@@ -622,6 +637,10 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
 
   it('and the other tenant’s resources were not touched', async () => {
     const b = await newClient(bravo, ['read']);
+    for (const artifactId of [foreign.artifact_id, aggregated.artifact_id]) {
+      const artifact = await tp.http.get(`/v1/operator/artifacts/${artifactId}`, { token: b.token });
+      expect(artifact.status, artifact.text).toBe(200);
+    }
     const cmd = await tp.http.get(`/v1/operator/commands/${foreign.command_id}`, { token: b.token });
     expect(cmd.body.data.status).toBe('queued');
     for (const controlId of [foreign.control_id, aggregated.control_id]) {

@@ -51,8 +51,11 @@ interface Expected {
   fields?: readonly string[];
 }
 
-/** Which layer refuses the request: body parsing (before the handler), the router, or the route's schemas. */
-type Layer = 'transport' | 'framework' | 'params' | 'query' | 'body';
+/**
+ * Which layer refuses the request: body parsing (before the handler), the router, the route's schemas, or the
+ * checks of a streamed file body (its type, size and signature header), which run after authentication.
+ */
+type Layer = 'transport' | 'framework' | 'params' | 'query' | 'body' | 'file';
 
 interface Garbage {
   label: string;
@@ -60,6 +63,7 @@ interface Garbage {
   path: string;
   body?: string | Buffer | (() => Readable);
   contentType?: string;
+  headers?: Record<string, string>;
   layer: Layer;
   /** The answer with valid credentials (or on a route without authentication). */
   expect: Expected;
@@ -109,8 +113,9 @@ async function send(req: {
   authorization?: string;
   body?: string | Buffer | (() => Readable);
   contentType?: string;
+  headers?: Record<string, string>;
 }): Promise<Answer> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...req.headers };
   if (req.authorization !== undefined) headers.authorization = req.authorization;
   if (req.contentType !== undefined) headers['content-type'] = req.contentType;
   const body = typeof req.body === 'function' ? req.body() : req.body;
@@ -193,6 +198,7 @@ async function check(route: AnyRoute, g: Garbage, authenticated: boolean): Promi
     ...(token ? { authorization: `Bearer ${token}` } : {}),
     ...(g.body !== undefined ? { body: g.body } : {}),
     ...(g.contentType !== undefined ? { contentType: g.contentType } : {}),
+    ...(g.headers ? { headers: g.headers } : {}),
   });
   const label = `${route.method} ${route.url} [${authenticated ? 'auth' : 'no auth'}] ${g.label}`;
   expectWellFormed(res, label);
@@ -382,6 +388,7 @@ function sampleQuery(route: AnyRoute): Record<string, string> {
     },
     'GET /v1/operator/devices': { site_id: tenant.siteId, status: 'online', page: '1', size: '5' },
     'GET /v1/device/commands': { wait: '0' },
+    'POST /v1/operator/artifacts': { kind: 'agent', version: 'fuzz-1' },
   };
   return samples[`${route.method} ${route.url}`] ?? {};
 }
@@ -742,6 +749,62 @@ function transportGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
   );
 }
 
+const VALID_ARTIFACT_SIGNATURE = `${'A'.repeat(86)}==`;
+
+/**
+ * Bodies a file route (route-spec `streamed`) refuses, with an otherwise valid request: any type but
+ * application/octet-stream (or none), an empty file, a signature header missing or malformed. Never a file it
+ * would store.
+ */
+function fileGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
+  const path = pathWith(route, validParams(route), `?${new URLSearchParams(sampleQuery(route))}`);
+  const sampleText = '{"a file":"or not"}';
+  const make = (
+    label: string,
+    body: string,
+    contentType: string | undefined,
+    signature: string | undefined,
+    expect: Expected,
+  ): Garbage => ({
+    label,
+    method: route.method,
+    path,
+    body,
+    ...(contentType !== undefined ? { contentType } : {}),
+    ...(signature !== undefined ? { headers: { 'x-artifact-signature': signature } } : {}),
+    layer: 'file',
+    expect,
+  });
+  const badType = { status: 415, code: 1002 };
+  const badSignature = { status: 400, code: 1001, fields: ['x-artifact-signature'] };
+  return fc.oneof(
+    fc
+      .constantFrom(
+        ...WRONG_CONTENT_TYPES.filter((ct) => ct !== 'application/octet-stream'),
+        'application/json',
+      )
+      .map((ct) => make(`content-type ${ct}`, sampleText, ct, VALID_ARTIFACT_SIGNATURE, badType)),
+    fc
+      .stringMatching(/^[a-z]{1,12}\/[a-z0-9.+-]{1,20}$/)
+      .filter((ct) => ct !== 'application/octet-stream')
+      .map((ct) => make(`content-type ${ct}`, sampleText, ct, VALID_ARTIFACT_SIGNATURE, badType)),
+    fc.constant(make('no content type', sampleText, undefined, VALID_ARTIFACT_SIGNATURE, badType)),
+    fc.constant(
+      make('empty file', '', 'application/octet-stream', VALID_ARTIFACT_SIGNATURE, {
+        status: 400,
+        code: 1002,
+      }),
+    ),
+    fc.constant(make('no signature', sampleText, 'application/octet-stream', undefined, badSignature)),
+    fc
+      .string({ unit: 'grapheme-ascii', maxLength: 100 })
+      .filter((s) => !/^[A-Za-z0-9+/]{86}==$/.test(s) && s.trim() === s && !FORBIDDEN_IN_INPUT.test(s))
+      .map((s) =>
+        make(`signature ${JSON.stringify(s)}`, sampleText, 'application/octet-stream', s, badSignature),
+      ),
+  );
+}
+
 /** Percent-encodes every byte that is not unreserved, so the server sees exactly the string given. */
 function encodeSegment(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*.~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
@@ -971,7 +1034,8 @@ function queryGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
 function garbageFor(route: AnyRoute): fc.Arbitrary<Garbage> {
   const kinds: Array<fc.Arbitrary<Garbage>> = [];
   if (route.body) kinds.push(bodyGarbage(route));
-  if (route.method !== 'GET') kinds.push(transportGarbage(route));
+  if (route.streamed) kinds.push(fileGarbage(route));
+  else if (route.method !== 'GET') kinds.push(transportGarbage(route));
   if (paramNames(route).length) kinds.push(paramsGarbage(route));
   if (route.query) kinds.push(queryGarbage(route));
   return fc.oneof(...kinds);
@@ -1102,6 +1166,7 @@ describe('HTTP garbage at every endpoint of the route table', () => {
             ...(authorization !== undefined && route.auth.kind !== 'none' ? { authorization } : {}),
             ...(g.body !== undefined ? { body: g.body } : {}),
             ...(g.contentType !== undefined ? { contentType: g.contentType } : {}),
+            ...(g.headers ? { headers: g.headers } : {}),
           });
           const label = `${route.method} ${route.url} [no auth: ${String(authorization).slice(0, 40)}] ${g.label}`;
           expectWellFormed(res, label);
@@ -1264,7 +1329,8 @@ describe('HTTP garbage at every endpoint of the route table', () => {
     for (const route of routes) {
       const layers = covered.get(`${route.method} ${route.url}`)!;
       if (route.body) expect(layers.has('body'), route.url).toBe(true);
-      if (route.method !== 'GET') expect(layers.has('transport'), route.url).toBe(true);
+      if (route.streamed) expect(layers.has('file'), route.url).toBe(true);
+      else if (route.method !== 'GET') expect(layers.has('transport'), route.url).toBe(true);
       if (paramNames(route).length)
         expect(layers.has('params') || layers.has('framework'), route.url).toBe(true);
       if (route.query) expect(layers.has('query'), route.url).toBe(true);

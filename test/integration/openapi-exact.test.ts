@@ -101,6 +101,38 @@ describe('the document', () => {
       expect(String(p.schema.pattern ?? ''), p.at).not.toMatch(/^\^(-\?)?\\d\{[\d,]+\}\$$/);
   });
 
+  it('documents the artifact upload as a streamed binary body with its signature header', () => {
+    const upload = doc.paths['/v1/operator/artifacts'].post;
+    expect(upload.requestBody).toEqual({
+      required: true,
+      description: expect.any(String),
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    });
+    expect(upload.parameters).toContainEqual(
+      expect.objectContaining({ name: 'x-artifact-signature', in: 'header', required: true }),
+    );
+    expect(upload.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'kind',
+      'version',
+      'target',
+      'operator_id',
+      'x-artifact-signature',
+    ]);
+    expect(Object.keys(upload.responses)).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '413',
+      '415',
+      '429',
+      '500',
+      '503',
+    ]);
+  });
+
   it("names the categories of a webhook delivery's last_error, never free text", () => {
     const deliveries = doc.paths['/v1/operator/webhooks/{webhook_id}/deliveries'].get.responses['200'];
     const item = deliveries.content['application/json'].schema.properties.data.properties.items.items;

@@ -1,6 +1,7 @@
 import type { WebhookService } from '../../services/webhook-service.js';
 import type { PlatformContext } from '../context.js';
 import type { AnyRoute } from '../route-spec.js';
+import { operatorArtifactRoutes } from './operator-artifact-routes.js';
 import { operatorCommandRoutes } from './operator-command-routes.js';
 import { operatorControlRoutes } from './operator-control-routes.js';
 import { operatorReadRoutes } from './operator-read-routes.js';
@@ -15,5 +16,6 @@ export function operatorRoutes(ctx: PlatformContext, webhooks: WebhookService): 
     ...operatorCommandRoutes(ctx),
     ...operatorControlRoutes(ctx),
     ...operatorWebhookRoutes(webhooks),
+    ...operatorArtifactRoutes(ctx),
   ];
 }

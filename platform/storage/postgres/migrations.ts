@@ -284,4 +284,30 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE UNIQUE INDEX enrolment_groups_active_ca ON enrolment_groups(ca_fingerprint) WHERE status = 'active';
   `,
+  // 7: update artifacts, as SQLite's migration 10: chunks as BYTEA rows, kept out of line uncompressed (images
+  // come compressed already); ids in byte order in the newest-first index, as the listing sorts them.
+  `
+  CREATE TABLE artifacts (
+    artifact_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    kind TEXT NOT NULL,
+    version TEXT NOT NULL,
+    target TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    signature TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ms BIGINT NOT NULL
+  );
+  CREATE UNIQUE INDEX artifacts_release ON artifacts(operator_id, kind, version, target);
+  CREATE INDEX artifacts_newest ON artifacts(operator_id, created_ms DESC, artifact_id COLLATE "C" DESC);
+  CREATE INDEX artifacts_uploading ON artifacts(created_ms) WHERE status = 'uploading';
+  CREATE TABLE artifact_chunks (
+    artifact_id TEXT NOT NULL REFERENCES artifacts(artifact_id),
+    chunk_index INTEGER NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (artifact_id, chunk_index)
+  );
+  ALTER TABLE artifact_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+  `,
 ];

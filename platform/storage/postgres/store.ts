@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { OpenedBackend } from '../maintenance-steps.js';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js';
+import { createPgArtifacts } from './artifacts.js';
 import { createPgChargingRecords } from './charging-records.js';
 import { createPgCommands } from './commands.js';
 import { DIRECTORY_CHANNEL, openPgDatabase, type PgDatabase } from './database.js';
@@ -64,6 +65,7 @@ export async function openPostgresBackend(
   const history = createPgDeviceHistory(db);
   const webhooks = createPgWebhooks(db);
   const enrolments = createPgEnrolments(db, now);
+  const artifacts = createPgArtifacts(db);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
   const pruning = createPgRetention(db, partitions, rollups);
 
@@ -80,6 +82,7 @@ export async function openPostgresBackend(
     ...history,
     ...webhooks,
     ...enrolments,
+    ...artifacts,
     externalChangeVersion() {
       return changes?.version() ?? 0;
     },

@@ -328,6 +328,32 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE UNIQUE INDEX enrolment_groups_active_ca ON enrolment_groups(ca_fingerprint) WHERE status = 'active';
   `,
+  // 10: update artifacts (DESIGN.md §19, storage/artifact-repository.ts), stored in chunks so that a range read
+  // touches only its chunks. A release (operator, kind, version, target) is uploaded once, whether ready or still
+  // uploading; listings go newest first through their index; the stale-upload sweep through a partial one.
+  `
+  CREATE TABLE artifacts (
+    artifact_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    kind TEXT NOT NULL,
+    version TEXT NOT NULL,
+    target TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX artifacts_release ON artifacts(operator_id, kind, version, target);
+  CREATE INDEX artifacts_newest ON artifacts(operator_id, created_ms DESC, artifact_id DESC);
+  CREATE INDEX artifacts_uploading ON artifacts(created_ms) WHERE status = 'uploading';
+  CREATE TABLE artifact_chunks (
+    artifact_id TEXT NOT NULL REFERENCES artifacts(artifact_id),
+    chunk_index INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (artifact_id, chunk_index)
+  );
+  `,
 ];
 
 export function migrate(db: Database.Database): number {

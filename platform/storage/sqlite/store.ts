@@ -3,6 +3,7 @@ import { bucketsInOrder } from '../../domain/energy.js';
 import { sumRollups } from '../../domain/energy-rollup.js';
 import type { OpenedBackend } from '../maintenance-steps.js';
 import type { EnergyBucketRow } from '../store.js';
+import { createSqliteArtifacts } from './artifacts.js';
 import { createSqliteChargingRecords } from './charging-records.js';
 import { startCheckpointer } from './checkpointer.js';
 import { createSqliteCommands } from './commands.js';
@@ -75,6 +76,7 @@ export function openSqliteBackend(
   const history = createSqliteDeviceHistory(db);
   const webhooks = createSqliteWebhooks(db);
   const enrolments = createSqliteEnrolments(db, now);
+  const artifacts = createSqliteArtifacts({ db, prepared, reader, write: (run) => batcher.write(run) });
 
   // Retention reads the rollups' watermark and rollups read retention's horizon, each through a function
   // called only once both exist.
@@ -98,6 +100,7 @@ export function openSqliteBackend(
     ...history,
     ...webhooks,
     ...enrolments,
+    ...artifacts,
     async listChargingRecords(operatorIds, q) {
       return records.list(operatorIds, q);
     },
