@@ -18,7 +18,12 @@ import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-c
  * ones are 30 s, 10 s and 75 s: the first test checks them) so that each cut happens within seconds; Node's own
  * timers do the cutting, so the clock here is the real one.
  */
-const LIMITS: Partial<ConnectionLimits> = { requestMs: 2_000, firstRequestMs: 1_000, keepAliveMs: 1_500 };
+const LIMITS: Partial<ConnectionLimits> = {
+  requestMs: 2_000,
+  uploadMs: 6_000,
+  firstRequestMs: 1_000,
+  keepAliveMs: 1_500,
+};
 /** Slack for the check interval (a tenth of the limit) and a loaded machine. */
 const SLACK_MS = 2_500;
 
@@ -130,6 +135,73 @@ describe('a request must arrive whole in time', () => {
       await expect(pong).resolves.toMatchObject({ type: 'pong' });
     } finally {
       ws.close();
+    }
+  });
+});
+
+describe('an artifact upload may take longer, while its bytes keep coming (DESIGN.md §19)', () => {
+  /** An upload's request head, by hand, so that its body can be trickled; the signature is only checked for form. */
+  async function startUpload(version: string, length: number) {
+    const t = await createTenant(tp, `upload-${version}`);
+    const socket = await tlsConnect(tp.port, tp.ca);
+    const watched = watch(socket);
+    socket.write(
+      `POST /v1/operator/artifacts?kind=agent&version=${version} HTTP/1.1\r\nHost: localhost\r\n` +
+        `Authorization: Bearer ${t.token}\r\nContent-Type: application/octet-stream\r\n` +
+        `X-Artifact-Signature: ${'A'.repeat(86)}==\r\nContent-Length: ${length}\r\n\r\n`,
+    );
+    return { socket, watched };
+  }
+  const trickle = (socket: import('node:net').Socket, bytes: number) => {
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (socket.destroyed || sent >= bytes) return clearInterval(timer);
+      socket.write('x');
+      sent++;
+    }, 250);
+    return { stop: () => clearInterval(timer), sent: () => sent };
+  };
+
+  it('a body trickled past the request limit is taken whole', async () => {
+    const { socket, watched } = await startUpload('1.0.0-slow', 14);
+    const body = trickle(socket, 14);
+    try {
+      // 14 bytes at 4 a second: about 3.5 s, past the 2-s request limit and within the 6-s upload limit.
+      while (body.sent() < 14 && !watched.isClosed()) await sleep(100);
+      expect(watched.isClosed()).toBe(false);
+      await sleep(500);
+      socket.end();
+      const { received } = await watched.closed;
+      expect(received).toMatch(/^HTTP\/1\.1 200 /);
+      expect(received).toContain('"version":"1.0.0-slow"');
+      expect(received).toContain('"size":14');
+    } finally {
+      body.stop();
+    }
+  });
+
+  it('an upload with no byte for the request limit is cut with a 408', async () => {
+    const { socket, watched } = await startUpload('1.0.0-stalled', 100);
+    socket.write('xx');
+    const { afterMs, received } = await watched.closed;
+    expect(afterMs).toBeGreaterThanOrEqual(LIMITS.requestMs! * 0.75);
+    expect(afterMs).toBeLessThan(LIMITS.requestMs! + SLACK_MS);
+    expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    expect(received).toContain('"code":1002');
+  });
+
+  it('an upload that keeps trickling is cut at the upload limit with a 408', async () => {
+    const { socket, watched } = await startUpload('1.0.0-endless', 1_000);
+    const body = trickle(socket, 1_000);
+    try {
+      const { afterMs, received } = await watched.closed;
+      // Bytes kept coming (no pause of 2 s): the cut is the upload limit's, 6 s.
+      expect(afterMs).toBeGreaterThanOrEqual(LIMITS.uploadMs! * 0.9);
+      expect(afterMs).toBeLessThan(LIMITS.uploadMs! + SLACK_MS);
+      expect(body.sent()).toBeGreaterThanOrEqual(20);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    } finally {
+      body.stop();
     }
   });
 });
