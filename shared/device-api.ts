@@ -22,6 +22,8 @@ export const RegisterRequest = z.object({
   model: Text,
   manufacturer: Text,
   firmware_version: Text.check(z.maxLength(64)),
+  /** Additive (DESIGN.md §19): the charger agent's own release, for the fleet's inventory. */
+  agent_version: z.optional(Text.check(z.maxLength(64))),
   mac: z.optional(
     z
       .string()
@@ -228,6 +230,7 @@ export const UploadAccepted = z.object({
   duplicates: z.int(),
 });
 
+/** The original six states, then the detailed ones of over-the-air updates (DESIGN.md §19): all valid. */
 export const FirmwareState = z.enum([
   'idle',
   'downloading',
@@ -235,15 +238,31 @@ export const FirmwareState = z.enum([
   'installing',
   'installed',
   'failed',
+  'download_scheduled',
+  'download_failed',
+  'signature_verified',
+  'invalid_signature',
+  'install_scheduled',
+  'install_rebooting',
+  'install_failed',
+  'install_verification_failed',
+  'rolled_back',
 ]);
+export type FirmwareState = z.infer<typeof FirmwareState>;
 export const FirmwareStatusReport = z.object({
   status: FirmwareState,
   version: z.optional(Text.check(z.maxLength(64))),
   progress: z.optional(z.int().check(z.minimum(0), z.maximum(100))),
   message: z.optional(freeText(REASON_MAX_LENGTH)),
   timestamp: Timestamp,
+  /** Additive (DESIGN.md §19): the update this report is about. */
+  update_id: z.optional(Identifier),
+  /** Additive: chosen by the charger; a report whose id is already stored for the charger is stored once. */
+  report_id: z.optional(Identifier),
 });
 export type FirmwareStatusReport = z.infer<typeof FirmwareStatusReport>;
+/** A stored report, as `GET /v1/operator/devices/{device_id}/firmware` pages them. */
+export const StoredFirmwareReport = z.extend(FirmwareStatusReport, { received_at: Timestamp });
 export const FirmwareStatusAck = z.object({ status: FirmwareState });
 
 export const SecretRotated = Registration;

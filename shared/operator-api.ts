@@ -188,8 +188,12 @@ export type ControlView = z.infer<typeof ControlView>;
 export const DevicesQuery = z.strictObject({
   site_id: z.optional(Identifier),
   status: z.enum(['online', 'offline']).optional(),
+  /** Exact matches (DESIGN.md §19): the chargers on one release. */
+  firmware_version: z.string().min(1).max(64).optional(),
+  agent_version: z.string().min(1).max(64).optional(),
   ...PageQuery,
 });
+export type DevicesQuery = z.infer<typeof DevicesQuery>;
 export const DevicesPage = pageOf(Device);
 
 export const SiteView = z.object({ ...Site.shape, device_count: z.number().int() });
@@ -264,6 +268,8 @@ export const EnergySeries = z.object({
 });
 
 export const EventsQuery = z.strictObject({ ...PageQuery });
+// GET /v1/operator/devices/{device_id}/firmware: the charger's firmware reports, newest first.
+export const FirmwareReportsQuery = z.strictObject({ ...PageQuery });
 
 // GET /v1/operator/devices/{device_id}/commands: newest first, optionally of one status.
 export const DeviceCommandsQuery = z.strictObject({ status: z.optional(CommandStatus), ...PageQuery });

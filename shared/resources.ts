@@ -23,6 +23,8 @@ export const Device = z.object({
   model: z.optional(z.string()),
   manufacturer: z.optional(z.string()),
   firmware_version: z.optional(z.string()),
+  /** Additive (DESIGN.md §19): the charger agent's release, once the charger said it. */
+  agent_version: z.optional(z.string()),
   status: z.optional(DeviceStatus),
   connectors: z.optional(z.array(Connector)),
   last_heartbeat: z.optional(Timestamp),

@@ -111,6 +111,7 @@ export const WEBHOOK_EVENT_DATA = {
     model: z.string().optional(),
     manufacturer: z.string().optional(),
     firmware_version: z.string().optional(),
+    agent_version: z.string().optional(),
     site_id: z.string().optional(),
   }),
   'device.online': deviceStatusChange('online'),

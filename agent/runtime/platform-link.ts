@@ -90,6 +90,7 @@ function registrationOf(
     model: config.model ?? hal.model ?? 'unknown',
     manufacturer: config.manufacturer ?? hal.manufacturer ?? 'unknown',
     firmware_version: config.firmware ?? hal.firmwareVersion ?? AGENT_VERSION,
+    agent_version: AGENT_VERSION,
     connectors: connectors.map((c) => ({
       connector_id: c.connectorId,
       max_power_kw: c.ratedPowerKw,

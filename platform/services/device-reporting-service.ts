@@ -1,4 +1,5 @@
 import type {
+  ArtifactKind,
   ChargingRecordUpload,
   DeviceEvent,
   FirmwareStatusReport,
@@ -6,6 +7,7 @@ import type {
   PendingCommand,
   TelemetryRecord,
 } from '../../shared/index.js';
+import { agentVersionFromEvents, versionsFromFirmwareReport } from '../domain/inventory.js';
 import type { Store } from '../storage/store.js';
 import type { CommandNotifier } from './command-notifier.js';
 import type { CommandService } from './command-service.js';
@@ -21,6 +23,12 @@ export interface DeviceReportingServiceDeps {
   events: PlatformEvents;
   webhooks: WebhookEvents;
   now: () => number;
+  /**
+   * The kind (agent or firmware) of a charger's update, for an `installed` report that names one
+   * (domain/inventory.ts). TODO(issue 35, updates): the update work provides it; until then such a report
+   * changes no version.
+   */
+  updateKindOf?: (deviceId: string, updateId: string) => Promise<ArtifactKind | undefined>;
 }
 
 /** Pending commands and the instant they were read (the answer's `server_time`). */
@@ -66,24 +74,41 @@ export function createDeviceReportingService(deps: DeviceReportingServiceDeps) {
       if (accepted > 0) deps.events.telemetry(deviceId, records);
       return accepted;
     },
-    /** Stores events (idempotent on event_id); new faults go to the webhooks. */
-    events(deviceId: string, events: readonly DeviceEvent[]) {
-      return store.insertEvents(
+    /**
+     * Stores events (idempotent on event_id); new faults go to the webhooks, and a new `boot` event's
+     * `data.version` becomes the device's `agent_version`.
+     */
+    async events(deviceId: string, events: readonly DeviceEvent[]) {
+      const rows = events.map((e) => ({
+        event_id: e.event_id,
+        kind: e.kind,
+        severity: e.severity,
+        connector_id: e.connector_id ?? null,
+        ts_ms: Date.parse(e.timestamp),
+        message: e.message ?? null,
+        data: e.data ?? null,
+      }));
+      const faults = webhooks.wants('device.fault');
+      const boots = rows.some((r) => r.kind === 'boot');
+      let fresh: ReadonlySet<string> = new Set();
+      const outcome = await store.insertEvents(
         deviceId,
-        events.map((e) => ({
-          event_id: e.event_id,
-          kind: e.kind,
-          severity: e.severity,
-          connector_id: e.connector_id ?? null,
-          ts_ms: Date.parse(e.timestamp),
-          message: e.message ?? null,
-          data: e.data ?? null,
-        })),
+        rows,
         deps.now(),
-        webhooks.wants('device.fault')
-          ? (stored) => webhooks.deviceEvents(deviceId, events, stored)
+        faults || boots
+          ? (stored) => {
+              fresh = new Set(stored);
+              if (faults) webhooks.deviceEvents(deviceId, events, stored);
+            }
           : undefined,
       );
+      // Only new boots: a replayed one (the outbox after an outage) must not bring an old version back.
+      const agentVersion = boots
+        ? agentVersionFromEvents(rows.filter((r) => fresh.has(r.event_id)))
+        : undefined;
+      if (agentVersion !== undefined)
+        await store.setDeviceVersions(deviceId, { agent_version: agentVersion });
+      return outcome;
     },
     /** Stores charging records (idempotent on record_id); answers how many were new. */
     chargingRecords(deviceId: string, records: readonly ChargingRecordUpload[]) {
@@ -94,19 +119,30 @@ export function createDeviceReportingService(deps: DeviceReportingServiceDeps) {
           : undefined,
       );
     },
+    /**
+     * Stores a firmware report, with the versions it implies (domain/inventory.ts), and sends the webhook. A
+     * report whose `report_id` is already stored for the charger is answered the same and changes nothing.
+     */
     async firmwareStatus(deviceId: string, report: FirmwareStatusReport): Promise<void> {
-      await store.recordFirmwareStatus(
+      const kind =
+        report.status === 'installed' && report.update_id !== undefined
+          ? await deps.updateKindOf?.(deviceId, report.update_id)
+          : undefined;
+      const stored = await store.recordFirmwareStatus(
         deviceId,
         {
           status: report.status,
-          version: report.version,
-          progress: report.progress,
-          message: report.message,
+          version: report.version ?? null,
+          progress: report.progress ?? null,
+          message: report.message ?? null,
+          update_id: report.update_id ?? null,
+          report_id: report.report_id ?? null,
           ts_ms: Date.parse(report.timestamp),
         },
         deps.now(),
+        versionsFromFirmwareReport(report, kind),
       );
-      webhooks.firmwareStatus(deviceId, report);
+      if (stored) webhooks.firmwareStatus(deviceId, report);
     },
   };
 }

@@ -30,6 +30,7 @@ export function deviceView(row: DeviceRow, connectors: readonly ConnectorRow[], 
   if (row.model !== null) d.model = row.model;
   if (row.manufacturer !== null) d.manufacturer = row.manufacturer;
   if (row.firmware_version !== null) d.firmware_version = row.firmware_version;
+  if (row.agent_version !== null) d.agent_version = row.agent_version;
   if (row.last_heartbeat_ms !== null) d.last_heartbeat = toTimestamp(row.last_heartbeat_ms);
   if (row.site_id !== null) d.site_id = row.site_id;
   return d;

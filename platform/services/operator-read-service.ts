@@ -2,15 +2,17 @@ import type * as z from 'zod';
 import {
   type ChargingRecordsQuery,
   type Device,
+  type DevicesQuery,
   ENERGY_INTERVAL_MS,
   type EnergyQuery,
   ONLINE_WINDOW_SECONDS,
   type StoredEvent,
+  type StoredFirmwareReport,
   toTimestamp,
 } from '../../shared/index.js';
 import { rollupAlignedRange } from '../domain/energy-rollup.js';
 import { energySeriesItems } from '../domain/energy-series.js';
-import type { Store, StoredEventRow } from '../storage/store.js';
+import type { Store, StoredEventRow, StoredFirmwareRow } from '../storage/store.js';
 import { connectorViewsByDevice, deviceView } from './device-view.js';
 import type { Liveness } from './liveness.js';
 import type { Tenancy, TenantActor } from './tenancy.js';
@@ -38,15 +40,7 @@ export function createOperatorReadService(deps: OperatorReadServiceDeps) {
       const site = await tenancy.site(actor, siteId);
       return { ...site, device_count: await store.countDevicesInSite(site.site_id) };
     },
-    async devices(
-      actor: TenantActor,
-      query: {
-        site_id?: string | undefined;
-        status?: 'online' | 'offline' | undefined;
-        page: number;
-        size: number;
-      },
-    ) {
+    async devices(actor: TenantActor, query: DevicesQuery) {
       if (query.site_id) await tenancy.site(actor, query.site_id);
       // The status filter runs in SQL: last-seen times held in memory must reach the database first.
       if (query.status) await liveness.flush();
@@ -68,6 +62,12 @@ export function createOperatorReadService(deps: OperatorReadServiceDeps) {
       await tenancy.device(actor, deviceId);
       const found = await store.listEvents(deviceId, page, size);
       return { ...found, items: found.items.map(storedEventView) };
+    },
+    /** The charger's firmware reports, newest first. */
+    async firmwareReports(actor: TenantActor, deviceId: string, page: number, size: number) {
+      await tenancy.device(actor, deviceId);
+      const found = await store.listFirmwareStatus(deviceId, page, size);
+      return { ...found, items: found.items.map(storedFirmwareView) };
     },
     chargingRecords(actor: TenantActor, query: ChargingRecordsQuery) {
       return store.listChargingRecords(actor.operatorIds, query);
@@ -108,5 +108,22 @@ export function storedEventView(e: StoredEventRow): StoredEventView {
   if (e.connector_id !== null) out.connector_id = e.connector_id;
   if (e.message !== null) out.message = e.message;
   if (e.data !== null) out.data = e.data as StoredEventView['data'];
+  return out;
+}
+
+type StoredFirmwareView = z.infer<typeof StoredFirmwareReport>;
+
+/** A stored firmware report as the operator API shows it: optional fields only when the charger sent them. */
+export function storedFirmwareView(r: StoredFirmwareRow): StoredFirmwareView {
+  const out: StoredFirmwareView = {
+    status: r.status as StoredFirmwareView['status'],
+    timestamp: toTimestamp(r.ts_ms),
+    received_at: toTimestamp(r.received_ms),
+  };
+  if (r.version !== null) out.version = r.version;
+  if (r.progress !== null) out.progress = r.progress;
+  if (r.message !== null) out.message = r.message;
+  if (r.update_id !== null) out.update_id = r.update_id;
+  if (r.report_id !== null) out.report_id = r.report_id;
   return out;
 }

@@ -176,6 +176,7 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
       if (row.model !== null) data.model = row.model;
       if (row.manufacturer !== null) data.manufacturer = row.manufacturer;
       if (row.firmware_version !== null) data.firmware_version = row.firmware_version;
+      if (row.agent_version !== null) data.agent_version = row.agent_version;
       if (row.site_id !== null) data.site_id = row.site_id;
       emit('device.registered', row.device_id, data, atMs);
     },

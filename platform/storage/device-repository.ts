@@ -8,6 +8,8 @@ export interface DeviceRow {
   model: string | null;
   manufacturer: string | null;
   firmware_version: string | null;
+  /** The charger agent's release (DESIGN.md §19), once the charger said it. */
+  agent_version: string | null;
   mac: string | null;
   site_id: string | null;
   registered: boolean;
@@ -22,11 +24,18 @@ export interface DeviceRow {
   fault_code: number | null;
 }
 
+/** A charger's inventory: what it runs (DESIGN.md §19). */
+export interface DeviceVersions {
+  firmware_version?: string | undefined;
+  agent_version?: string | undefined;
+}
+
 export interface RegisterInput {
   sn: string;
   model: string;
   manufacturer: string;
   firmware_version: string;
+  agent_version?: string | undefined;
   mac?: string;
   connectors?: Array<{ connector_id: number; max_power_kw: number; v2g_capable: boolean }>;
 }
@@ -85,11 +94,15 @@ export interface DeviceRepository {
     q: {
       site_id?: string | undefined;
       status?: 'online' | 'offline' | undefined;
+      firmware_version?: string | undefined;
+      agent_version?: string | undefined;
       page: number;
       size: number;
     },
     onlineSinceMs: number,
   ): Promise<Page<DeviceRow>>;
+  /** Sets the versions given (an absent one is left as it is); false when there is no such device. */
+  setDeviceVersions(deviceId: string, versions: DeviceVersions): Promise<boolean>;
   countDevicesInSite(siteId: string): Promise<number>;
   deviceIdsInSite(siteId: string): Promise<string[]>;
 }

@@ -13,7 +13,7 @@ import type {
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ArtifactRepository } from './artifact-repository.js';
 import type { ClientRepository } from './client-repository.js';
-import type { DeviceRepository } from './device-repository.js';
+import type { DeviceRepository, DeviceVersions } from './device-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { ClientEntry, DeviceEntry } from './directory-rows.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
@@ -110,6 +110,23 @@ export interface StoredEventRow {
   data: Record<string, unknown> | null;
   received_ms: number;
 }
+/** A stored firmware report (DESIGN.md §7, §19). */
+export interface StoredFirmwareRow {
+  status: string;
+  version: string | null;
+  progress: number | null;
+  message: string | null;
+  update_id: string | null;
+  report_id: string | null;
+  ts_ms: number;
+  received_ms: number;
+}
+/** A firmware report to store: what the charger left out is absent or null. */
+export type NewFirmwareReport = {
+  [K in Exclude<keyof StoredFirmwareRow, 'status' | 'ts_ms' | 'received_ms'>]?:
+    | StoredFirmwareRow[K]
+    | undefined;
+} & { status: string; ts_ms: number };
 export interface MaintenanceStats {
   /** Rows deleted by retention since start, by kind. */
   pruned: Record<string, number>;
@@ -254,17 +271,19 @@ export interface DeviceHistoryRepository {
     stored?: (eventIds: readonly string[]) => void,
   ): Promise<{ accepted: number; duplicates: number }>;
   listEvents(deviceId: string, page: number, size: number): Promise<Page<StoredEventRow>>;
+  /**
+   * Stores the report and, in the same transaction, the device's versions it implies (decided by the service;
+   * when not given, by domain/inventory.ts for a report of unknown update kind). A report whose `report_id` is
+   * already stored for the device changes nothing: false.
+   */
   recordFirmwareStatus(
     deviceId: string,
-    report: {
-      status: string;
-      version?: string | undefined;
-      progress?: number | undefined;
-      message?: string | undefined;
-      ts_ms: number;
-    },
+    report: NewFirmwareReport,
     nowMs: number,
-  ): Promise<void>;
+    versions?: DeviceVersions,
+  ): Promise<boolean>;
+  /** The device's firmware reports, newest first (by the charger's timestamp, then arrival). */
+  listFirmwareStatus(deviceId: string, page: number, size: number): Promise<Page<StoredFirmwareRow>>;
 }
 
 export type { ArtifactRepository, ArtifactRow, NewArtifact } from './artifact-repository.js';
@@ -277,6 +296,7 @@ export type {
 export type {
   DeviceRepository,
   DeviceRow,
+  DeviceVersions,
   RegisterInput,
   RegistrationWrite,
   SerialState,

@@ -281,6 +281,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         model: 'M1',
         manufacturer: 'Acme',
         firmware_version: '1.0.0',
+        agent_version: null,
         mac: 'AA:BB:CC:DD:EE:FF',
         site_id: site.site_id,
         registered: true,

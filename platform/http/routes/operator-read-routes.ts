@@ -8,12 +8,14 @@ import {
   EnergyQuery,
   EnergySeries,
   EventsQuery,
+  FirmwareReportsQuery,
   pageOf,
   SiteParamsPath,
   SitesPage,
   SitesQuery,
   SiteView,
   StoredEvent,
+  StoredFirmwareReport,
 } from '../../../shared/index.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, route } from '../route-spec.js';
@@ -50,7 +52,7 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
     route({
       method: 'GET',
       url: '/v1/operator/devices',
-      summary: 'List chargers, optionally by site or status',
+      summary: 'List chargers, optionally by site, status, firmware or agent version',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -84,6 +86,20 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404],
       handler: async ({ params, query, request }) =>
         reads.events(principal(request), params.device_id, query.page, query.size),
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/operator/devices/:device_id/firmware',
+      summary: 'Firmware status reports of the charger, newest first',
+      tag: 'operator',
+      auth: read,
+      rate: 'operatorQuery',
+      params: DeviceParams,
+      query: FirmwareReportsQuery,
+      response: pageOf(StoredFirmwareReport),
+      errors: [404],
+      handler: async ({ params, query, request }) =>
+        reads.firmwareReports(principal(request), params.device_id, query.page, query.size),
     }),
     route({
       method: 'GET',

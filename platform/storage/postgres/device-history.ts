@@ -1,8 +1,11 @@
+import { versionsFromFirmwareReport } from '../../domain/inventory.js';
+import { firmwareReportValues } from '../firmware-report-rows.js';
 import { pageOffset } from '../page.js';
-import type { DeviceHistoryRepository, StoredEventRow } from '../store.js';
+import type { DeviceHistoryRepository, StoredEventRow, StoredFirmwareRow } from '../store.js';
 import type { PgDatabase } from './database.js';
 
 const EVENT_COLUMNS = 'device_id, event_id, kind, severity, connector_id, ts_ms, message, data, received_ms';
+const FIRMWARE_COLUMNS = 'status, version, progress, message, update_id, report_id, ts_ms, received_ms';
 
 /** Charger events and firmware reports on PostgreSQL. */
 export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
@@ -44,20 +47,37 @@ export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
       );
       return { total: count?.n ?? 0, page, size, items };
     },
-    async recordFirmwareStatus(deviceId, r, nowMs) {
-      await db.tx(async (sql) => {
-        await sql.query(
-          `INSERT INTO firmware_status (device_id, status, version, progress, message, ts_ms, received_ms)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          [deviceId, r.status, r.version ?? null, r.progress ?? null, r.message ?? null, r.ts_ms, nowMs],
+    recordFirmwareStatus(deviceId, r, nowMs, implied) {
+      const versions = implied ?? versionsFromFirmwareReport(r, undefined);
+      return db.tx(async (sql) => {
+        // A report id already stored for the device is skipped (the unique index of migration 8).
+        const added = await sql.query(
+          `INSERT INTO firmware_status (device_id, ${FIRMWARE_COLUMNS})
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING 1`,
+          [deviceId, r.status, ...firmwareReportValues(r), r.ts_ms, nowMs],
         );
-        if (r.status === 'installed' && r.version) {
-          await sql.query('UPDATE devices SET firmware_version = $1 WHERE device_id = $2', [
-            r.version,
-            deviceId,
-          ]);
+        if (added.length === 0) return false;
+        if (versions.firmware_version !== undefined || versions.agent_version !== undefined) {
+          await sql.query(
+            `UPDATE devices SET firmware_version = COALESCE($1, firmware_version),
+               agent_version = COALESCE($2, agent_version) WHERE device_id = $3`,
+            [versions.firmware_version ?? null, versions.agent_version ?? null, deviceId],
+          );
         }
+        return true;
       });
+    },
+    async listFirmwareStatus(deviceId, page, size) {
+      const [count] = await db.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM firmware_status WHERE device_id = $1',
+        [deviceId],
+      );
+      const items = await db.query<StoredFirmwareRow>(
+        `SELECT ${FIRMWARE_COLUMNS} FROM firmware_status WHERE device_id = $1 ORDER BY ts_ms DESC, id DESC
+         LIMIT $2 OFFSET $3`,
+        [deviceId, size, pageOffset(page, size)],
+      );
+      return { total: count?.n ?? 0, page, size, items };
     },
   };
 }

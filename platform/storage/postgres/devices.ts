@@ -12,7 +12,7 @@ import type { PgChargingRecords } from './charging-records.js';
 import { notifyDirectoryChange, type PgDatabase, type Sql } from './database.js';
 
 /** The columns of `DeviceRow` (not `*`: the table has more, which callers must not see). */
-const DEVICE_COLUMNS = `device_id, sn, model, manufacturer, firmware_version, mac, site_id, registered,
+const DEVICE_COLUMNS = `device_id, sn, model, manufacturer, firmware_version, agent_version, mac, site_id, registered,
   secret_sealed, secret_gen, pending_secret_sealed, pending_since_ms, last_seen_ms, last_heartbeat_ms,
   reported_status, fault_code`;
 const D_DEVICE_COLUMNS = DEVICE_COLUMNS.split(',')
@@ -93,6 +93,15 @@ export function createPgDevices(deps: {
         return true;
       });
     },
+    async setDeviceVersions(deviceId, versions) {
+      // An absent version (NULL here) leaves the stored one.
+      const rows = await db.query(
+        `UPDATE devices SET firmware_version = COALESCE($1, firmware_version),
+           agent_version = COALESCE($2, agent_version) WHERE device_id = $3 RETURNING 1`,
+        [versions.firmware_version ?? null, versions.agent_version ?? null, deviceId],
+      );
+      return rows.length === 1;
+    },
     listDevices(operatorIds, q, onlineSinceMs) {
       if (operatorIds.length === 0) {
         return Promise.resolve({ total: 0, page: q.page, size: q.size, items: [] });
@@ -160,8 +169,8 @@ async function insertDevice(
   t: number,
 ): Promise<DeviceRow | undefined> {
   const rows = await sql.query<DeviceRow>(
-    `INSERT INTO devices (device_id, sn, model, manufacturer, firmware_version, mac, site_id, registered,
-       secret_sealed, secret_gen, registered_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8, 1, $9)
+    `INSERT INTO devices (device_id, sn, model, manufacturer, firmware_version, agent_version, mac, site_id,
+       registered, secret_sealed, secret_gen, registered_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, 1, $10)
      ON CONFLICT (sn) DO NOTHING RETURNING ${DEVICE_COLUMNS}`,
     [
       newId('dev'),
@@ -169,6 +178,7 @@ async function insertDevice(
       input.model,
       input.manufacturer,
       input.firmware_version,
+      input.agent_version ?? null,
       input.mac ?? null,
       write.defaultSiteId ?? null,
       write.secretSealed,
@@ -187,14 +197,15 @@ async function registerAgain(
   t: number,
 ): Promise<DeviceRow | undefined> {
   const rows = await sql.query<DeviceRow>(
-    `UPDATE devices SET model = $1, manufacturer = $2, firmware_version = $3, mac = $4, registered = true,
-       secret_sealed = $5, secret_gen = secret_gen + 1, pending_secret_sealed = NULL, pending_since_ms = NULL,
-       registered_ms = $6, site_id = COALESCE(site_id, $7)
-     WHERE device_id = $8 RETURNING ${DEVICE_COLUMNS}`,
+    `UPDATE devices SET model = $1, manufacturer = $2, firmware_version = $3, agent_version = $4, mac = $5,
+       registered = true, secret_sealed = $6, secret_gen = secret_gen + 1, pending_secret_sealed = NULL,
+       pending_since_ms = NULL, registered_ms = $7, site_id = COALESCE(site_id, $8)
+     WHERE device_id = $9 RETURNING ${DEVICE_COLUMNS}`,
     [
       input.model,
       input.manufacturer,
       input.firmware_version,
+      input.agent_version ?? null,
       input.mac ?? null,
       write.secretSealed,
       t,
@@ -244,6 +255,12 @@ async function listDevicesPage(
   if (q.site_id !== undefined) {
     values.push(q.site_id);
     where.push(`d.site_id = $${values.length}`);
+  }
+  for (const column of ['firmware_version', 'agent_version'] as const) {
+    const wanted = q[column];
+    if (wanted === undefined) continue;
+    values.push(wanted);
+    where.push(`d.${column} = $${values.length}`);
   }
   // Online: seen within the window, and not offline by a heartbeat unless it made a request after that.
   if (q.status === 'online') {

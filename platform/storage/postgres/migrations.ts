@@ -310,4 +310,14 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE artifact_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
   `,
+  // 8: the fleet's inventory, as SQLite's migration 11: the agent's release beside the firmware's, both
+  // filterable; firmware reports tied to an update and stored once per report id.
+  `
+  ALTER TABLE devices ADD COLUMN agent_version TEXT;
+  CREATE INDEX devices_by_firmware_version ON devices(firmware_version);
+  CREATE INDEX devices_by_agent_version ON devices(agent_version);
+  ALTER TABLE firmware_status ADD COLUMN update_id TEXT;
+  ALTER TABLE firmware_status ADD COLUMN report_id TEXT;
+  CREATE UNIQUE INDEX firmware_status_report ON firmware_status(device_id, report_id);
+  `,
 ];

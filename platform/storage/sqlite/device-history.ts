@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
+import { versionsFromFirmwareReport } from '../../domain/inventory.js';
+import { firmwareReportValues } from '../firmware-report-rows.js';
 import { pageOffset } from '../page.js';
-import type { DeviceHistoryRepository, StoredEventRow } from '../store.js';
+import type { DeviceHistoryRepository, StoredEventRow, StoredFirmwareRow } from '../store.js';
 
 /** Charger events and firmware reports. */
 export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryRepository {
@@ -13,11 +15,20 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
     listEvents: db.prepare(
       `SELECT * FROM device_events WHERE device_id = ? ORDER BY ts_ms DESC, id DESC LIMIT ? OFFSET ?`,
     ),
+    // A report id already stored for the device is skipped (the unique index of migration 11).
     insertFirmware: db.prepare(
-      `INSERT INTO firmware_status (device_id, status, version, progress, message, ts_ms, received_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO firmware_status (device_id, status, version, progress, message, update_id,
+         report_id, ts_ms, received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    firmwareInstalled: db.prepare('UPDATE devices SET firmware_version = ? WHERE device_id = ?'),
+    setVersions: db.prepare(
+      `UPDATE devices SET firmware_version = COALESCE(?, firmware_version),
+         agent_version = COALESCE(?, agent_version) WHERE device_id = ?`,
+    ),
+    countFirmware: db.prepare('SELECT COUNT(*) AS n FROM firmware_status WHERE device_id = ?'),
+    listFirmware: db.prepare(
+      `SELECT status, version, progress, message, update_id, report_id, ts_ms, received_ms FROM firmware_status
+       WHERE device_id = ? ORDER BY ts_ms DESC, id DESC LIMIT ? OFFSET ?`,
+    ),
   };
 
   return {
@@ -56,19 +67,29 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
       ).map((r) => ({ ...r, data: r.data ? (JSON.parse(r.data) as Record<string, unknown>) : null }));
       return { total, page, size, items };
     },
-    async recordFirmwareStatus(deviceId, r, nowMs) {
-      db.transaction(() => {
-        stmt.insertFirmware.run(
-          deviceId,
-          r.status,
-          r.version ?? null,
-          r.progress ?? null,
-          r.message ?? null,
-          r.ts_ms,
-          nowMs,
-        );
-        if (r.status === 'installed' && r.version) stmt.firmwareInstalled.run(r.version, deviceId);
-      }).immediate();
+    async recordFirmwareStatus(deviceId, r, nowMs, implied) {
+      const versions = implied ?? versionsFromFirmwareReport(r, undefined);
+      return db
+        .transaction(() => {
+          const added = stmt.insertFirmware.run(
+            deviceId,
+            r.status,
+            ...firmwareReportValues(r),
+            r.ts_ms,
+            nowMs,
+          ).changes;
+          if (added === 0) return false;
+          if (versions.firmware_version !== undefined || versions.agent_version !== undefined) {
+            stmt.setVersions.run(versions.firmware_version ?? null, versions.agent_version ?? null, deviceId);
+          }
+          return true;
+        })
+        .immediate();
+    },
+    async listFirmwareStatus(deviceId, page, size) {
+      const total = (stmt.countFirmware.get(deviceId) as { n: number }).n;
+      const items = stmt.listFirmware.all(deviceId, size, pageOffset(page, size)) as StoredFirmwareRow[];
+      return { total, page, size, items };
     },
   };
 }

@@ -25,11 +25,12 @@ export function createSqliteDevices(deps: {
     ),
     getDevice: db.prepare('SELECT * FROM devices WHERE device_id = ?'),
     insertDevice: db.prepare(
-      `INSERT INTO devices (device_id, sn, model, manufacturer, firmware_version, mac, site_id, registered,
-         secret_sealed, secret_gen, registered_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, 1, ?)`,
+      `INSERT INTO devices (device_id, sn, model, manufacturer, firmware_version, agent_version, mac, site_id,
+         registered, secret_sealed, secret_gen, registered_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, 1, ?)`,
     ),
     reregisterDevice: db.prepare(
-      `UPDATE devices SET model = ?, manufacturer = ?, firmware_version = ?, mac = ?, registered = 1,
+      `UPDATE devices SET model = ?, manufacturer = ?, firmware_version = ?, agent_version = ?, mac = ?,
+         registered = 1,
          secret_sealed = ?, secret_gen = secret_gen + 1, pending_secret_sealed = NULL, pending_since_ms = NULL,
          registered_ms = ?, site_id = COALESCE(site_id, ?)
        WHERE device_id = ?`,
@@ -44,6 +45,11 @@ export function createSqliteDevices(deps: {
     resetDevice: db.prepare(
       `UPDATE devices SET registered = 0, secret_sealed = NULL, secret_gen = secret_gen + 1,
          pending_secret_sealed = NULL, pending_since_ms = NULL WHERE device_id = ?`,
+    ),
+    // An absent version (NULL here) leaves the stored one.
+    setVersions: db.prepare(
+      `UPDATE devices SET firmware_version = COALESCE(?, firmware_version),
+         agent_version = COALESCE(?, agent_version) WHERE device_id = ?`,
     ),
     countDevicesInSite: db.prepare('SELECT COUNT(*) AS n FROM devices WHERE site_id = ?'),
     deviceIdsInSite: db.prepare('SELECT device_id FROM devices WHERE site_id = ? ORDER BY device_id'),
@@ -75,6 +81,7 @@ export function createSqliteDevices(deps: {
               input.model,
               input.manufacturer,
               input.firmware_version,
+              input.agent_version ?? null,
               input.mac ?? null,
               write.secretSealed,
               t,
@@ -89,6 +96,7 @@ export function createSqliteDevices(deps: {
               input.model,
               input.manufacturer,
               input.firmware_version,
+              input.agent_version ?? null,
               input.mac ?? null,
               write.defaultSiteId ?? null,
               write.secretSealed,
@@ -157,6 +165,12 @@ export function createSqliteDevices(deps: {
         where.push('d.site_id = ?');
         args.push(q.site_id);
       }
+      for (const column of ['firmware_version', 'agent_version'] as const) {
+        const wanted = q[column];
+        if (wanted === undefined) continue;
+        where.push(`d.${column} = ?`);
+        args.push(wanted);
+      }
       // Same rule as Liveness.isOnline: seen within the window, and not offline by a heartbeat unless the
       // device made a request after that heartbeat.
       const online = `(d.last_seen_ms >= ? AND (COALESCE(d.reported_status, '') <> 'offline'
@@ -176,6 +190,12 @@ export function createSqliteDevices(deps: {
         pageOffset(q.page, q.size),
       ) as RawDevice[];
       return { total, page: q.page, size: q.size, items: rows.map(toDevice) };
+    },
+    async setDeviceVersions(deviceId, versions) {
+      return (
+        stmt.setVersions.run(versions.firmware_version ?? null, versions.agent_version ?? null, deviceId)
+          .changes === 1
+      );
     },
     async countDevicesInSite(siteId) {
       return (stmt.countDevicesInSite.get(siteId) as { n: number }).n;

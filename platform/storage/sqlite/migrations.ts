@@ -354,6 +354,16 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (artifact_id, chunk_index)
   );
   `,
+  // 11: the fleet's inventory (DESIGN.md §19): the agent's release beside the firmware's, both filterable;
+  // firmware reports tied to an update and stored once per report id (a charger's replay is answered as before).
+  `
+  ALTER TABLE devices ADD COLUMN agent_version TEXT;
+  CREATE INDEX devices_by_firmware_version ON devices(firmware_version);
+  CREATE INDEX devices_by_agent_version ON devices(agent_version);
+  ALTER TABLE firmware_status ADD COLUMN update_id TEXT;
+  ALTER TABLE firmware_status ADD COLUMN report_id TEXT;
+  CREATE UNIQUE INDEX firmware_status_report ON firmware_status(device_id, report_id);
+  `,
 ];
 
 export function migrate(db: Database.Database): number {
