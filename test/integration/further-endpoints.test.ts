@@ -1010,12 +1010,64 @@ describe('POST /v1/device/firmware/status', () => {
     expect((await deviceView(t, d)).firmware_version).toBe('2.0.0');
   });
 
+  it('accepts every detailed state of DESIGN.md §19 beside the six, and answers each with its status', async () => {
+    const t = await tenant();
+    const d = await registerDevice(tp, sn(), t.siteId);
+    for (const status of [
+      'idle',
+      'failed',
+      'download_scheduled',
+      'downloading',
+      'downloaded',
+      'download_failed',
+      'signature_verified',
+      'invalid_signature',
+      'install_scheduled',
+      'installing',
+      'install_rebooting',
+      'install_failed',
+      'install_verification_failed',
+      'rolled_back',
+    ]) {
+      expect(
+        await okData(report(d, { status, version: '2.0.0', update_id: 'upd_1', timestamp: isoNow() })),
+      ).toEqual({ status });
+    }
+    expect((await deviceView(t, d)).firmware_version).toBe('1.0.0');
+  });
+
+  it('installed with an update_id leaves the versions (the update says agent or firmware); without, firmware', async () => {
+    const t = await tenant();
+    const d = await registerDevice(tp, sn(), t.siteId);
+    const at = isoNow();
+    expect(
+      await okData(report(d, { status: 'installed', version: '2.0.0', update_id: 'upd_2', timestamp: at })),
+    ).toEqual({ status: 'installed' });
+    expect(await deviceView(t, d)).toMatchObject({ firmware_version: '1.0.0' });
+    expect((await deviceView(t, d)).agent_version).toBeUndefined();
+    expect(
+      await okData(report(d, { status: 'installed', version: '2.0.1', report_id: 'r1', timestamp: at })),
+    ).toEqual({ status: 'installed' });
+    expect((await deviceView(t, d)).firmware_version).toBe('2.0.1');
+  });
+
   it.each([
     [{ status: 'done', timestamp: '2025-01-01T00:00:00Z' }, 'status', 'done'],
     [{ timestamp: '2025-01-01T00:00:00Z' }, 'status', null],
     [{ status: 'installed', version: '9.9.9' }, 'timestamp', null],
     [{ status: 'downloading', progress: 101, timestamp: '2025-01-01T00:00:00Z' }, 'progress', 101],
     [{ status: 'installed', version: '', timestamp: '2025-01-01T00:00:00Z' }, 'version', ''],
+    [
+      { status: 'installed', version: '9', report_id: '', timestamp: '2025-01-01T00:00:00Z' },
+      'report_id',
+      '',
+    ],
+    [
+      { status: 'installed', version: '9', update_id: 'a b', timestamp: '2025-01-01T00:00:00Z' },
+      'update_id',
+      'a b',
+    ],
+    [{ status: 'rolled_back ', timestamp: '2025-01-01T00:00:00Z' }, 'status', 'rolled_back '],
   ])('refuses %j: 400/1001, firmware_version unchanged', async (body, field, value) => {
     const t = await tenant();
     const d = await registerDevice(tp, sn(), t.siteId);

@@ -180,6 +180,7 @@ describe('events', () => {
         model: 'M',
         manufacturer: 'Acme',
         firmware_version: '1.0.0',
+        agent_version: 'agent-1.0.0',
         connectors: [{ connector_id: 1, max_power_kw: 22 }],
       },
     });
@@ -242,16 +243,20 @@ describe('events', () => {
     };
     for (let i = 0; i < 2; i++)
       await tp.http.post('/v1/device/charging-records', { token: d.token, json: { records: [record] } });
-    // firmware.status_changed
-    await tp.http.post('/v1/device/firmware/status', {
-      token: d.token,
-      json: {
-        status: 'downloading',
-        version: '2.0.0',
-        progress: 10,
-        timestamp: new Date(tp.now()).toISOString(),
-      },
-    });
+    // firmware.status_changed, with the report's update and id (DESIGN.md §19); its replay is stored once and
+    // sends nothing.
+    const firmwareReport = {
+      status: 'downloading',
+      version: '2.0.0',
+      progress: 10,
+      timestamp: new Date(tp.now()).toISOString(),
+      update_id: 'upd_wh',
+      report_id: 'rep-wh-1',
+    };
+    for (let i = 0; i < 2; i++) {
+      const sent = await tp.http.post('/v1/device/firmware/status', { token: d.token, json: firmwareReport });
+      expect(sent.body.data).toEqual({ status: 'downloading' });
+    }
     // control.status_changed: executing, then cancelled.
     const flex = await tp.http.post('/v1/operator/control/flexibility', {
       token: tenant.token,
@@ -309,6 +314,10 @@ describe('events', () => {
       sn: 'WH-EVENTS-1',
       site_id: tenant.siteId,
     });
+    expect(byType['device.registered'].data).toMatchObject({
+      firmware_version: '1.0.0',
+      agent_version: 'agent-1.0.0',
+    });
     expect(byType['connector.state_changed'].data).toMatchObject({
       device_id: deviceId,
       connector_id: 1,
@@ -326,6 +335,7 @@ describe('events', () => {
       status: 'downloading',
       version: '2.0.0',
     });
+    expect(byType['firmware.status_changed'].data).toEqual({ ...firmwareReport, device_id: deviceId });
     expect(byType['webhook.test'].data).toEqual({ webhook_id: hook.webhook_id });
     for (const e of mine) expect(Date.parse(e.timestamp)).not.toBeNaN();
     // Each delivery has its own id.
