@@ -3,6 +3,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { agentStoreFile } from '../../agent/store/agent-store.js';
+import { AGENT_VERSION } from '../../agent/version.js';
 import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulated-hal.js';
 import { quietLogger, tempDir, waitFor } from '../helpers/agent.js';
 import { createTenant, operatorToken, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -108,6 +109,8 @@ describe('agent runtime against a real platform', () => {
       firmware_version: '9.9',
       status: 'online',
     });
+    // Its own release, declared at registration (and again by its boot event): the fleet's inventory.
+    expect(d.agent_version).toBe(AGENT_VERSION);
     expect(d.connectors).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ connector_id: 2, v2g_capable: true, max_power_kw: 22 }),
