@@ -67,3 +67,54 @@ describe('upgrading a schema-2 database', () => {
     }
   });
 });
+
+/** A deployment from before the inventory (schema 10, DESIGN.md §19) keeps its firmware history and versions. */
+describe('upgrading a schema-10 database', () => {
+  it('lists the firmware reports stored before, and takes report ids, agent versions and filters after', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cp-migrate-'));
+    dirs.push(dir);
+    const T = Date.UTC(2026, 4, 1, 10);
+    loadOrCreatePlatformKeys(dir);
+    {
+      const db = new Database(join(dir, DATABASE_FILE));
+      for (const m of MIGRATIONS.slice(0, 10)) db.exec(m);
+      db.pragma('user_version = 10');
+      db.prepare("INSERT INTO operators VALUES ('op_a', 'A', 0)").run();
+      db.prepare("INSERT INTO sites VALUES ('site_a', 'op_a', 'a', 'UTC', 0)").run();
+      db.prepare(
+        `INSERT INTO devices (device_id, sn, site_id, firmware_version, registered_ms)
+         VALUES ('dev_a', 'SN-A', 'site_a', '1.0.0', 0)`,
+      ).run();
+      const fw = db.prepare(
+        "INSERT INTO firmware_status (device_id, status, version, ts_ms, received_ms) VALUES ('dev_a', ?, '1.0.0', ?, ?)",
+      );
+      fw.run('downloading', T, T);
+      fw.run('installed', T + 1, T + 1);
+      db.close();
+    }
+    const store = createSqliteStore(dir);
+    try {
+      const before = await store.listFirmwareStatus('dev_a', 1, 10);
+      expect(before.items.map((r) => [r.status, r.update_id, r.report_id])).toEqual([
+        ['installed', null, null],
+        ['downloading', null, null],
+      ]);
+      expect(await store.getDevice('dev_a')).toMatchObject({
+        firmware_version: '1.0.0',
+        agent_version: null,
+      });
+      const report = { status: 'installed', version: '2.0.0', report_id: 'r1', ts_ms: T + 2 };
+      expect(await store.recordFirmwareStatus('dev_a', report, T + 2)).toBe(true);
+      expect(await store.recordFirmwareStatus('dev_a', report, T + 3)).toBe(false);
+      await store.setDeviceVersions('dev_a', { agent_version: '0.1.0' });
+      const found = await store.listDevices(
+        ['op_a'],
+        { firmware_version: '2.0.0', agent_version: '0.1.0', page: 1, size: 5 },
+        0,
+      );
+      expect(found.items.map((d) => d.device_id)).toEqual(['dev_a']);
+    } finally {
+      await store.close();
+    }
+  });
+});
