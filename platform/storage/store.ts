@@ -272,15 +272,14 @@ export interface DeviceHistoryRepository {
   ): Promise<{ accepted: number; duplicates: number }>;
   listEvents(deviceId: string, page: number, size: number): Promise<Page<StoredEventRow>>;
   /**
-   * Stores the report and, in the same transaction, the device's versions it implies (decided by the service;
-   * when not given, by domain/inventory.ts for a report of unknown update kind). A report whose `report_id` is
-   * already stored for the device changes nothing: false.
+   * Stores the report and, in the same transaction, the device's versions it implies (decided by the service,
+   * domain/inventory.ts). A report whose `report_id` is already stored for the device changes nothing: false.
    */
   recordFirmwareStatus(
     deviceId: string,
     report: NewFirmwareReport,
     nowMs: number,
-    versions?: DeviceVersions,
+    versions: DeviceVersions,
   ): Promise<boolean>;
   /** The device's firmware reports, newest first (by the charger's timestamp, then arrival). */
   listFirmwareStatus(deviceId: string, page: number, size: number): Promise<Page<StoredFirmwareRow>>;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { versionsFromFirmwareReport } from '../../platform/domain/inventory.js';
 import { createClient, rotateClientSecret } from '../../platform/services/client-secrets.js';
 import { type RegistrationTerms, registerCharger } from '../../platform/services/registration-service.js';
 import { loadOrCreatePlatformKeys, type PlatformKeys } from '../../platform/storage/platform-keys.js';
@@ -48,4 +49,17 @@ export function createClientOf(h: KeyHolder, input: { operator_ids: string[]; sc
 /** Rotates a client's secret as the admin CLI does. */
 export function rotateClientSecretOf(h: KeyHolder, clientId: string, graceMs: number) {
   return rotateClientSecret(sealingOf(h), clientId, graceMs);
+}
+
+/**
+ * A firmware report stored as the reporting service stores one without an update behind it: with the versions
+ * domain/inventory.ts says it implies (`installed` with a version is the firmware's).
+ */
+export function recordReportOnStore(
+  store: Pick<Store, 'recordFirmwareStatus'>,
+  deviceId: string,
+  report: Parameters<Store['recordFirmwareStatus']>[1],
+  nowMs: number,
+) {
+  return store.recordFirmwareStatus(deviceId, report, nowMs, versionsFromFirmwareReport(report, undefined));
 }

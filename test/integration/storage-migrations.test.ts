@@ -7,6 +7,7 @@ import { createSqliteStore } from '../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
 import { MIGRATIONS } from '../../platform/storage/sqlite/migrations.js';
 import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
+import { recordReportOnStore } from '../helpers/sealed-writes.js';
 
 /** A deployment from before rollups and record counts (schema 2) upgrades with its history intact. */
 const dirs: string[] = [];
@@ -104,8 +105,8 @@ describe('upgrading a schema-10 database', () => {
         agent_version: null,
       });
       const report = { status: 'installed', version: '2.0.0', report_id: 'r1', ts_ms: T + 2 };
-      expect(await store.recordFirmwareStatus('dev_a', report, T + 2)).toBe(true);
-      expect(await store.recordFirmwareStatus('dev_a', report, T + 3)).toBe(false);
+      expect(await recordReportOnStore(store, 'dev_a', report, T + 2)).toBe(true);
+      expect(await recordReportOnStore(store, 'dev_a', report, T + 3)).toBe(false);
       await store.setDeviceVersions('dev_a', { agent_version: '0.1.0' });
       const found = await store.listDevices(
         ['op_a'],

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CommandRow, ControlRow, NewCommand, Store } from '../../platform/storage/store.js';
 import type { ChargingSchedule } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/sealed-writes.js';
+import { recordReportOnStore, registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The contract of CommandRepository and DeviceHistoryRepository, the same cases on every backend: what one
@@ -612,22 +612,24 @@ describe.each(BACKENDS)('command and history repositories on %s', (backend) => {
       if (reg.kind !== 'registered') throw new Error(reg.kind);
       const id = reg.device.device_id;
       const firmware = async () => (await store.getDevice(id))?.firmware_version;
-      await store.recordFirmwareStatus(
+      await recordReportOnStore(
+        store,
         id,
         { status: 'downloading', version: '2.0.0', progress: 40, ts_ms: T0 },
         T0,
       );
       expect(await firmware()).toBe('1.0.0');
-      await store.recordFirmwareStatus(id, { status: 'installed', ts_ms: T0 + 1 }, T0 + 1);
+      await recordReportOnStore(store, id, { status: 'installed', ts_ms: T0 + 1 }, T0 + 1);
       expect(await firmware()).toBe('1.0.0');
-      await store.recordFirmwareStatus(
+      await recordReportOnStore(
+        store,
         id,
         { status: 'installed', version: '2.0.0', message: 'ok', ts_ms: T0 + 2 },
         T0 + 2,
       );
       expect(await firmware()).toBe('2.0.0');
       // A report for an unknown charger is stored without failing.
-      await store.recordFirmwareStatus('dev_unknown', { status: 'installed', version: '3', ts_ms: T0 }, T0);
+      await recordReportOnStore(store, 'dev_unknown', { status: 'installed', version: '3', ts_ms: T0 }, T0);
     });
   });
 });

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RegisterInput, Store } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { registerOnStore } from '../helpers/sealed-writes.js';
+import { recordReportOnStore, registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
  * The inventory's repository contract on every backend (DESIGN.md §19): versions stored at registration and set
@@ -106,11 +106,11 @@ describe.each(BACKENDS)('store contract: inventory and firmware reports (%s)', (
       }),
     ).toBe(false);
     expect(await versions(id)).toEqual({ firmware_version: '1.0.0', agent_version: '0.5.0' });
-    // Without a report id, each is stored; without versions given, installed is the firmware's (as before).
-    expect(await store.recordFirmwareStatus(id, { status: 'idle', ts_ms: T0 + 5 }, T0 + 3)).toBe(true);
-    expect(await store.recordFirmwareStatus(id, { status: 'idle', ts_ms: T0 + 5 }, T0 + 4)).toBe(true);
+    // Without a report id, each is stored; without an update behind it, installed is the firmware's (as before).
+    expect(await recordReportOnStore(store, id, { status: 'idle', ts_ms: T0 + 5 }, T0 + 3)).toBe(true);
+    expect(await recordReportOnStore(store, id, { status: 'idle', ts_ms: T0 + 5 }, T0 + 4)).toBe(true);
     expect(
-      await store.recordFirmwareStatus(id, { status: 'installed', version: '3.0.0', ts_ms: T0 + 1 }, T0 + 5),
+      await recordReportOnStore(store, id, { status: 'installed', version: '3.0.0', ts_ms: T0 + 1 }, T0 + 5),
     ).toBe(true);
     expect(await versions(id)).toEqual({ firmware_version: '3.0.0', agent_version: '0.5.0' });
 
@@ -153,6 +153,6 @@ describe.each(BACKENDS)('store contract: inventory and firmware reports (%s)', (
     });
     // Report ids are per charger.
     const other = await registered('SN-FW-2');
-    expect(await store.recordFirmwareStatus(other, { ...base, report_id: 'r1' }, T0)).toBe(true);
+    expect(await recordReportOnStore(store, other, { ...base, report_id: 'r1' }, T0)).toBe(true);
   });
 });

@@ -1,4 +1,3 @@
-import { versionsFromFirmwareReport } from '../../domain/inventory.js';
 import { firmwareReportValues } from '../firmware-report-rows.js';
 import { pageOffset } from '../page.js';
 import type { DeviceHistoryRepository, StoredEventRow, StoredFirmwareRow } from '../store.js';
@@ -47,8 +46,7 @@ export function createPgDeviceHistory(db: PgDatabase): DeviceHistoryRepository {
       );
       return { total: count?.n ?? 0, page, size, items };
     },
-    recordFirmwareStatus(deviceId, r, nowMs, implied) {
-      const versions = implied ?? versionsFromFirmwareReport(r, undefined);
+    recordFirmwareStatus(deviceId, r, nowMs, versions) {
       return db.tx(async (sql) => {
         // A report id already stored for the device is skipped (the unique index of migration 8).
         const added = await sql.query(

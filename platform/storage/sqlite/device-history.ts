@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import { versionsFromFirmwareReport } from '../../domain/inventory.js';
 import { firmwareReportValues } from '../firmware-report-rows.js';
 import { pageOffset } from '../page.js';
 import type { DeviceHistoryRepository, StoredEventRow, StoredFirmwareRow } from '../store.js';
@@ -67,8 +66,7 @@ export function createSqliteDeviceHistory(db: Database.Database): DeviceHistoryR
       ).map((r) => ({ ...r, data: r.data ? (JSON.parse(r.data) as Record<string, unknown>) : null }));
       return { total, page, size, items };
     },
-    async recordFirmwareStatus(deviceId, r, nowMs, implied) {
-      const versions = implied ?? versionsFromFirmwareReport(r, undefined);
+    async recordFirmwareStatus(deviceId, r, nowMs, versions) {
       return db
         .transaction(() => {
           const added = stmt.insertFirmware.run(
