@@ -79,4 +79,12 @@ function assertIsHal(candidate: unknown, spec: string): asserts candidate is Hal
   if (missing.length > 0) {
     throw new Error(`HAL from ${spec} lacks ${missing.join(', ')}`);
   }
+  const hal = candidate as unknown as Record<string, unknown>;
+  const install = typeof hal.installFirmware === 'function';
+  if (install !== (typeof hal.firmwareVersion === 'function')) {
+    const [has, lacks] = install
+      ? ['installFirmware', 'firmwareVersion']
+      : ['firmwareVersion', 'installFirmware'];
+    throw new Error(`HAL from ${spec} has ${has} but not ${lacks}: firmware updates need both (or neither)`);
+  }
 }

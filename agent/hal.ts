@@ -59,6 +59,18 @@ export type HardwareEvent =
   | (EventBase & { type: 'state_changed'; from: ConnectorHardwareState; to: ConnectorHardwareState });
 export type HardwareEventType = HardwareEvent['type'];
 
+/**
+ * The signed manifest of a firmware image (DESIGN.md §19), as the agent checked it. `target` is a hardware model,
+ * or empty when the image fits every charger; `sha256` (lowercase hex) and `size` are the file's, already verified.
+ */
+export interface FirmwareManifest {
+  kind: 'firmware';
+  version: string;
+  target: string;
+  sha256: string;
+  size: number;
+}
+
 export type HardwareEventListener = (event: HardwareEvent) => void;
 export type Unsubscribe = () => void;
 
@@ -84,6 +96,27 @@ export interface Hal {
   start?(): Promise<void>;
   /** Release the hardware; the agent calls it on shutdown. */
   close?(): Promise<void>;
+
+  /**
+   * Firmware updates over the air are optional: provide `installFirmware` and `firmwareVersion` both or neither
+   * (the loader refuses one alone). Without them the agent rejects every firmware update, saying so; agent bundle
+   * updates do not need them.
+   *
+   * Install the firmware image in `file` (in the agent's data directory; the agent deletes it afterwards). Called
+   * once per update, only after the agent has checked the file's size, sha256 and signature and the install may
+   * begin (connectors idle, inside the window, unless the update is `immediate`). Hand the image to the charger's
+   * updater (RAUC, Mender, SWUpdate...) and resolve once it is installed and the charger is about to reboot into
+   * it, or has. Reject with an Error whose message says why it was not installed: the agent reports the update
+   * `install_failed` with that message. A reboot that ends the agent before the call settles is expected: the
+   * agent verifies on its next start.
+   */
+  installFirmware?(file: string, manifest: FirmwareManifest): Promise<void>;
+  /**
+   * The firmware version the charger runs now (the same as `getDeviceInfo().firmwareVersion`). After the install
+   * and its reboot the agent compares it with `manifest.version`: equal is `installed`, anything else (the
+   * updater fell back to the old image) is `install_verification_failed`.
+   */
+  firmwareVersion?(): Promise<string>;
 }
 
 /** What the agent passes to a HAL factory: the command-line choices, plus its config file's `hal` block. */

@@ -55,6 +55,34 @@ describe('loadHal', () => {
     await expect(loadHal('./half-hal.mjs', {}, dir)).rejects.toThrow(/lacks readConnector, readConnectors/);
     await expect(loadHal('./missing.mjs', {}, dir)).rejects.toThrow(/cannot load HAL module/);
   });
+
+  it.each([
+    {
+      name: 'both firmware members',
+      extra: 'installFirmware: async () => {}, firmwareVersion: async () => "1"',
+      error: undefined,
+    },
+    { name: 'neither firmware member', extra: '', error: undefined },
+    {
+      name: 'installFirmware alone',
+      extra: 'installFirmware: async () => {}',
+      error: /has installFirmware but not firmwareVersion: firmware updates need both \(or neither\)/,
+    },
+    {
+      name: 'firmwareVersion alone',
+      extra: 'firmwareVersion: async () => "1"',
+      error: /has firmwareVersion but not installFirmware/,
+    },
+  ])(
+    'takes a HAL with $name, refuses one with half the firmware capability',
+    async ({ name, extra, error }) => {
+      const file = `firmware-${name.replaceAll(' ', '-')}.mjs`;
+      writeFileSync(path.join(dir, file), `export default (options) => ({${halMethods} ${extra}});\n`);
+      const loading = loadHal(`./${file}`, {}, dir);
+      if (error) await expect(loading).rejects.toThrow(error);
+      else await expect(loading).resolves.toBeDefined();
+    },
+  );
 });
 
 describe('HalError', () => {
