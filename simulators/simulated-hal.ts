@@ -1,7 +1,8 @@
 /**
  * Simulated charger hardware: a HAL implementation (agent/hal.ts) with vehicles that arrive, charge on a
  * realistic curve and leave, and connectors that occasionally fault. The hardware's state and model are in
- * `simulated-charger.ts`, what happens to it over time in `simulated-events.ts`; this is the HAL over them.
+ * `simulated-charger.ts`, what happens to it over time in `simulated-events.ts`, its firmware installs in
+ * `simulated-firmware.ts`; this is the HAL over them.
  *
  * Deterministic: every random draw comes from a PRNG seeded by `seed`, and time only moves when `tick` is
  * called. `start()` drives `tick` from an interval (injectable timers and clock, so tests can use fake time);
@@ -29,6 +30,14 @@ import {
   tick,
   unplug,
 } from './simulated-events.js';
+import {
+  createSimulatedFirmware,
+  DEFAULT_FIRMWARE_INSTALL_MS,
+  type FirmwareFault,
+  isFirmwareFault,
+  SIMULATED_FIRMWARE_VERSION,
+  type SimulatedFirmware,
+} from './simulated-firmware.js';
 
 export interface SimulatedTimers {
   setInterval(callback: () => void, ms: number): unknown;
@@ -61,6 +70,12 @@ export interface SimulatedHalOptions extends HalOptions {
   faultDurationMs?: [number, number];
   /** Start charging as soon as a vehicle plugs in (when no agent drives the simulator). Default false. */
   autoStartCharging?: boolean;
+  /** The firmware version at start (`getDeviceInfo`, `firmwareVersion()`); default 1.0.0-sim. */
+  initialFirmwareVersion?: string;
+  /** Simulated time an `installFirmware` takes, ms; default 2 min. */
+  firmwareInstallMs?: number;
+  /** A firmware fault to simulate (`simulated-firmware.ts`); none by default. */
+  firmwareFault?: FirmwareFault;
 }
 
 export interface SimulatedHal extends Hal {
@@ -140,6 +155,26 @@ function halCommands(
   };
 }
 
+/** The HAL's optional firmware members, absent with the `no_firmware_capability` fault. */
+function firmwareMembers(
+  firmware: SimulatedFirmware,
+  fault: FirmwareFault | undefined,
+  catchUp: () => void,
+  simulatedNow: () => number,
+): Pick<Hal, 'installFirmware' | 'firmwareVersion'> {
+  if (fault === 'no_firmware_capability') return {};
+  return {
+    async installFirmware(_file, manifest) {
+      catchUp();
+      return firmware.install(manifest, simulatedNow());
+    },
+    async firmwareVersion() {
+      catchUp();
+      return firmware.version();
+    },
+  };
+}
+
 /** What tests and the fleet do to the hardware by hand: vehicles, faults. */
 function manualControls(
   charger: SimulatedCharger,
@@ -177,8 +212,19 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
   };
   const tickIntervalMs = options.tickIntervalMs ?? 1_000;
   const charger = createSimulatedCharger(settingsFrom(options), seed, wallClock());
+  const firmware = createSimulatedFirmware({
+    version: options.initialFirmwareVersion ?? SIMULATED_FIRMWARE_VERSION,
+    installMs: options.firmwareInstallMs ?? DEFAULT_FIRMWARE_INSTALL_MS,
+    fault: options.firmwareFault,
+  });
   let interval: unknown;
   let lastWallTick = charger.now;
+
+  /** Every advance of the simulation goes through here, so that a firmware install ends when its time comes. */
+  function advance(elapsedMs: number): void {
+    tick(charger, elapsedMs);
+    firmware.settle(charger.now);
+  }
 
   /**
    * Once started, the simulation follows the wall clock: the interval advances it, and so does every reading
@@ -188,21 +234,21 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
   function catchUp(): void {
     if (interval === undefined) return;
     const wallNow = wallClock();
-    if (wallNow > lastWallTick) tick(charger, wallNow - lastWallTick);
+    if (wallNow > lastWallTick) advance(wallNow - lastWallTick);
     lastWallTick = wallNow;
   }
 
   return {
     seed,
     now: () => charger.now,
-    tick: (elapsedMs) => tick(charger, elapsedMs),
+    tick: advance,
     async getDeviceInfo(): Promise<DeviceInfo> {
       return {
         connectorCount: charger.connectors.length,
         connectors: charger.connectors.map((c) => ({ ...c.info })),
         model: 'SIM-AC22',
         manufacturer: 'Simulated',
-        firmwareVersion: '1.0.0-sim',
+        firmwareVersion: firmware.version(),
       };
     },
     async readConnector(connectorId) {
@@ -229,6 +275,7 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
       if (interval !== undefined) timers.clearInterval(interval);
       interval = undefined;
     },
+    ...firmwareMembers(firmware, options.firmwareFault, catchUp, () => charger.now),
     ...manualControls(charger),
   };
 }
@@ -264,6 +311,11 @@ function simulatorOptionsFrom(config: Record<string, unknown> | undefined): Simu
   if (faultDuration) options.faultDurationMs = faultDuration;
   if (config.vehicles === 'random' || config.vehicles === 'manual') options.vehicles = config.vehicles;
   if (typeof config.autoStartCharging === 'boolean') options.autoStartCharging = config.autoStartCharging;
+  const installMs = number('firmwareInstallMs');
+  if (installMs !== undefined) options.firmwareInstallMs = installMs;
+  if (typeof config.initialFirmwareVersion === 'string')
+    options.initialFirmwareVersion = config.initialFirmwareVersion;
+  if (isFirmwareFault(config.firmwareFault)) options.firmwareFault = config.firmwareFault;
   return options;
 }
 
