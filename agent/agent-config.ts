@@ -3,9 +3,11 @@
  *
  * The file is JSON with the same keys as the flags, spelled either way (`"platform-url"` or `"platformUrl"`),
  * plus a few keys that have no flag: `hal-options` (an object handed to the HAL module as its `config`),
- * `log-level`, `secret-rotation-days` and `sign-requests`. Unknown keys are refused, so a typo does not pass silently.
- * Relative paths in the file (`data-dir`, `ca`, `client-cert`, `client-key`, a `hal` module path) are relative to the file; on the
- * command line, to the working directory. Flags win over the file.
+ * `log-level`, `secret-rotation-days` and `sign-requests`; the repeatable `--update-key FILE` is `update-keys`, an
+ * array of files. Unknown keys are refused, so a typo does not pass silently.
+ * Relative paths in the file (`data-dir`, `ca`, `client-cert`, `client-key`, `update-keys`, a `hal` module path)
+ * are relative to the file; on the command line, to the working directory. Flags win over the file (any
+ * `--update-key` replaces the file's whole list).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -35,6 +37,7 @@ const ConfigFile = z.strictObject({
   logLevel: z.optional(z.enum(LOG_LEVELS)),
   secretRotationDays: z.optional(z.number().check(z.minimum(0), z.maximum(3650))),
   signRequests: z.optional(z.boolean()),
+  updateKeys: z.optional(z.array(z.string().check(z.minLength(1)))),
 });
 export type ConfigFile = z.infer<typeof ConfigFile>;
 /** As registration takes it (RegisterRequest.sn). */
@@ -54,6 +57,8 @@ export interface RunFlags {
   hal?: string;
   connectors?: string;
   v2g?: boolean;
+  /** `--update-key`, once per file. */
+  updateKey?: string[];
   config?: string;
 }
 
@@ -77,6 +82,8 @@ export interface RunConfig {
   logLevel: LogLevel;
   secretRotationDays: number;
   signRequests: boolean;
+  /** Absolute paths of the trusted update keys (Ed25519, PEM); empty: every update is refused. */
+  updateKeys: string[];
   configFile?: string;
 }
 
@@ -174,6 +181,9 @@ export function resolveRunConfig(flags: RunFlags, cwd = process.cwd()): RunConfi
     logLevel: file.logLevel ?? 'info',
     secretRotationDays: file.secretRotationDays ?? DEFAULT_SECRET_ROTATION_DAYS,
     signRequests: file.signRequests ?? false,
+    updateKeys: flags.updateKey?.length
+      ? flags.updateKey.map((key) => path.resolve(cwd, key))
+      : (file.updateKeys ?? []).map((key) => path.resolve(fileDir, key)),
   };
   const ca = resolvePath(flags.ca, cwd) ?? resolvePath(file.ca, fileDir);
   if (ca) config.ca = ca;

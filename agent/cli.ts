@@ -4,7 +4,7 @@
  *
  *   charger-agent run --data-dir DIR --platform-url URL [--ca FILE] --sn SN [--model M] [--manufacturer M]
  *                     [--firmware V] [--hal simulated|MODULE_PATH] [--connectors N] [--v2g] [--config FILE]
- *                     [--client-cert FILE --client-key FILE]
+ *                     [--client-cert FILE --client-key FILE] [--update-key FILE ...]
  *   charger-agent status    --data-dir DIR [--json]
  *   charger-agent diag      --data-dir DIR [--json] [--timeout SECONDS]
  *   charger-agent schedules --data-dir DIR [--json]
@@ -19,6 +19,7 @@
  * failed; 5 no agent store in --data-dir (status also: not registered yet).
  */
 import './supported-node.js';
+import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createSecureContext } from 'node:tls';
@@ -41,6 +42,7 @@ import { startAgent } from './runtime/agent-runtime.js';
 // code (diag alone brings all of undici and more schemas; docs/benchmarks.md, "Agent footprint").
 import { DEFAULT_DIAG_TIMEOUT_MS, TECH_EXIT } from './technician/read-store.js';
 import { jsonForTerminal } from './technician/terminal-text.js';
+import { readUpdateKeys } from './updates/update-keys.js';
 import { AGENT_VERSION } from './version.js';
 
 // A schedule's zone is valid here when the agent can read its rules: from the tz database without Intl.
@@ -84,8 +86,10 @@ function readClientCertificate(config: RunConfig): { cert: string; key: string }
 
 async function run(flags: RunFlags): Promise<void> {
   let config: RunConfig;
+  let updateKeys: KeyObject[];
   try {
     config = resolveRunConfig(flags);
+    updateKeys = readUpdateKeys(config.updateKeys);
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message, EXIT_USAGE);
     throw error;
@@ -148,6 +152,7 @@ async function run(flags: RunFlags): Promise<void> {
         ...(clientCert !== undefined ? { clientCert } : {}),
         secretRotationDays: config.secretRotationDays,
         signRequests: config.signRequests,
+        updateKeys,
       },
       hal,
       logger,
@@ -301,6 +306,11 @@ export function buildCli(): Command {
     .option('--hal <spec>', 'simulated, or the path of a HAL module', 'simulated')
     .option('--connectors <n>', 'number of connectors (simulated HAL)')
     .option('--v2g', 'V2G-capable connectors (simulated HAL)')
+    .option(
+      '--update-key <file>',
+      'Ed25519 public key (PEM) trusted for updates; repeat for several (none: every update is refused)',
+      (file: string, previous: string[] | undefined) => [...(previous ?? []), file],
+    )
     .option('--config <file>', 'JSON file with the same keys; flags win')
     .action(async (options: RunFlags & { hal?: string }, command: Command) => {
       // A default would hide the config file's `hal`: use it only when neither names one.

@@ -3,6 +3,7 @@
  * shutdown bounds). Tests and the fleet simulator shorten the tuning; a charger runs the defaults.
  */
 
+import type { KeyObject } from 'node:crypto';
 import { DEFAULT_BACKOFF } from '../core/backoff.js';
 import type { OutboxCap } from '../core/outbox-policy.js';
 import { DEFAULT_TELEMETRY_INTERVALS, type TelemetryIntervals } from '../core/telemetry.js';
@@ -25,6 +26,8 @@ export interface AgentRuntimeConfig {
   secretRotationDays?: number;
   /** Sign every write with the device secret (for a charger the operator set to require signatures). */
   signRequests?: boolean;
+  /** The OEM keys trusted for updates (`--update-key`, read at start); none or absent: every update is refused. */
+  updateKeys?: readonly KeyObject[];
 }
 
 export interface AgentTuning {
