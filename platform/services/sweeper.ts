@@ -6,6 +6,8 @@ import { ABANDONED_UPLOAD_MS, type ArtifactService } from './artifact-service.js
 import type { CommandService } from './command-service.js';
 import type { DeviceSecretService } from './device-secret-service.js';
 
+const STALE_UPLOADS_EVERY_MS = 3_600_000;
+
 /**
  * Expires overdue commands, completes ended controls, promotes pending device secrets past their grace and removes
  * artifact uploads an instance abandoned, on a timer. Several instances share one database: one of them sweeps at
@@ -22,14 +24,20 @@ export function createSweeper(deps: {
   log: FastifyBaseLogger;
   logStorageFault: (log: FastifyBaseLogger, fault: StorageFault) => void;
 }) {
-  const sweepUnlessRunning = () =>
+  // Abandoned uploads are a day old before they go: the timer looks for them hourly, not every turn.
+  let staleCheckedMs = Number.NEGATIVE_INFINITY;
+  const sweepUnlessRunning = (everything: boolean) =>
     deps.store.runAlone('sweep', async () => {
-      await deps.commands.sweep(deps.now());
-      await deps.secrets.promoteExpired(deps.now());
-      await deps.artifacts.removeStaleUploads(deps.now() - ABANDONED_UPLOAD_MS);
+      const nowMs = deps.now();
+      await deps.commands.sweep(nowMs);
+      await deps.secrets.promoteExpired(nowMs);
+      if (everything || nowMs - staleCheckedMs >= STALE_UPLOADS_EVERY_MS) {
+        staleCheckedMs = nowMs;
+        await deps.artifacts.removeStaleUploads(nowMs - ABANDONED_UPLOAD_MS);
+      }
     });
   const timer = setInterval(() => {
-    sweepUnlessRunning().catch((err: unknown) => {
+    sweepUnlessRunning(false).catch((err: unknown) => {
       const fault = storageFaultOf(err);
       if (fault) deps.logStorageFault(deps.log, fault);
       else deps.log.error({ err }, 'sweep failed');
@@ -38,7 +46,7 @@ export function createSweeper(deps: {
   timer.unref();
   return {
     async sweep(): Promise<void> {
-      while (!(await sweepUnlessRunning()).ran) await new Promise((r) => setTimeout(r, 20));
+      while (!(await sweepUnlessRunning(true)).ran) await new Promise((r) => setTimeout(r, 20));
     },
     stop(): void {
       clearInterval(timer);
