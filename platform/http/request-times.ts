@@ -31,7 +31,8 @@ export function limitRequestTimes(
 ): { close(): void } {
   const pending = new Set<Pending>();
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (req.complete) return;
+    // A request without a body (most GETs) is complete as soon as its headers are: nothing to time.
+    if (req.complete || !hasBody(req)) return;
     const p: Pending = { req, res, startedMs: performance.now() };
     if (isLongUpload(req)) p.long = { bytesRead: req.socket.bytesRead, progressMs: p.startedMs };
     pending.add(p);
@@ -74,4 +75,9 @@ function isLongUpload(req: IncomingMessage): boolean {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   return LONG_UPLOADS.some((u) => u.method === req.method && u.path === path);
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
