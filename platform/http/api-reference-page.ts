@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ErrorCode, type ErrorResponse } from '../../shared/index.js';
+import { SAME_ORIGIN_CSP } from './same-origin-csp.js';
 
 /**
  * The interactive API reference at `GET /docs`: Swagger UI (`swagger-ui-dist`, from the platform's own
@@ -14,17 +15,7 @@ import { ErrorCode, type ErrorResponse } from '../../shared/index.js';
  * served file, not inline. Tokens stay in the page's memory (`persistAuthorization` off).
  */
 
-export const API_REFERENCE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  // swagger-ui.css draws its icons as data: SVGs; a data: URL is no request to anywhere.
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const API_REFERENCE_CSP = SAME_ORIGIN_CSP;
 
 const API_REFERENCE_HTML = `<!doctype html>
 <html lang="en">

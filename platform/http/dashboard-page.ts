@@ -4,6 +4,7 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ErrorCode, type ErrorResponse } from '../../shared/index.js';
+import { SAME_ORIGIN_CSP } from './same-origin-csp.js';
 
 /**
  * The operator dashboard at `GET /dashboard` (DESIGN.md §16): the files `npm run build` puts in dist/dashboard/
@@ -11,17 +12,7 @@ import { ErrorCode, type ErrorResponse } from '../../shared/index.js';
  * talks only to this origin — the operator API with a bearer token and the stream — and its Content-Security-Policy
  * allows nothing else: no inline script or style, no other host, no frames.
  */
-export const DASHBOARD_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  // 'self' covers the stream's wss:// on this host and port.
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const DASHBOARD_CSP = SAME_ORIGIN_CSP;
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
