@@ -41,6 +41,36 @@ export const PauseChargingParams = z.object({
   reason: z.optional(reason),
 });
 
+/** `HH:MM`, 00:00 to 23:59: a time of day in a site's local time. */
+export const TIME_OF_DAY = /^([01]\d|2[0-3]):[0-5]\d$/;
+export const UPDATE_INSTALL_MODES = ['when_idle', 'immediate'] as const;
+/**
+ * An install window in the site's local time (DESIGN.md §19). `end` before `start` runs past midnight; equal
+ * start and end is refused. The platform adds the site's IANA `timezone`, which the charger does not know.
+ */
+export const UpdateWindowParams = z.object({
+  start: z.string().check(z.regex(TIME_OF_DAY, 'must be HH:MM (00:00 to 23:59)')),
+  end: z.string().check(z.regex(TIME_OF_DAY, 'must be HH:MM (00:00 to 23:59)')),
+  timezone: z.string().check(z.minLength(1), z.maxLength(64)),
+});
+/**
+ * The `update` command (DESIGN.md §19): the artifact's signed manifest and how to install it. Only an update
+ * (`POST /v1/operator/updates`) sends it; the charger checks the manifest itself (agent/core/update-manifest.ts),
+ * so its fields are typed loosely here and refused there with a reason per field.
+ */
+export const UpdateParams = z.object({
+  update_id: Identifier,
+  artifact_id: Identifier,
+  kind: z.string(),
+  version: z.string(),
+  target: z.string(),
+  sha256: z.string(),
+  size: z.number(),
+  signature: z.string(),
+  install: z.enum(UPDATE_INSTALL_MODES),
+  window: z.optional(UpdateWindowParams),
+});
+
 export const CommandParams = {
   stop: StopParams,
   start: StartParams,
@@ -49,5 +79,6 @@ export const CommandParams = {
   delete_schedule: DeleteScheduleParams,
   set_power_limit: SetPowerLimitParams,
   pause_charging: PauseChargingParams,
+  update: UpdateParams,
 } as const;
 export type CommandParamsOf<K extends keyof typeof CommandParams> = z.infer<(typeof CommandParams)[K]>;

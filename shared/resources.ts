@@ -62,6 +62,7 @@ export const CommandName = z.enum([
   'delete_schedule',
   'set_power_limit',
   'pause_charging',
+  'update',
 ]);
 export type CommandName = z.infer<typeof CommandName>;
 

@@ -13,6 +13,7 @@ import {
   SetScheduleParams,
   StartParams,
   StopParams,
+  UpdateParams,
 } from '../../shared/commands.js';
 import { CommandName } from '../../shared/resources.js';
 import { validate } from '../../shared/validation.js';
@@ -26,7 +27,8 @@ export type ParsedCommand =
   | { name: 'set_schedule'; params: CommandParamsOf<'set_schedule'> }
   | { name: 'delete_schedule'; params: CommandParamsOf<'delete_schedule'> }
   | { name: 'set_power_limit'; params: CommandParamsOf<'set_power_limit'> }
-  | { name: 'pause_charging'; params: CommandParamsOf<'pause_charging'> };
+  | { name: 'pause_charging'; params: CommandParamsOf<'pause_charging'> }
+  | { name: 'update'; params: CommandParamsOf<'update'> };
 
 export type CommandCheck = { ok: true; command: ParsedCommand } | { ok: false; reason: string };
 
@@ -76,6 +78,10 @@ export function parsedOf(name: CommandName, params: unknown): CommandCheck {
     }
     case 'pause_charging': {
       const p = parse(PauseChargingParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'update': {
+      const p = parse(UpdateParams, params);
       return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
     }
   }

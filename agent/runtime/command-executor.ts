@@ -160,6 +160,10 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
         await applyOverride(entry, command, acceptedAt);
         return;
       }
+      case 'update': {
+        report(entry, [{ status: accepted ? 'failed' : 'rejected', reason: 'this agent takes no updates' }]);
+        return;
+      }
     }
   }
 
