@@ -18,6 +18,7 @@ import { answersWithin, healthRoutes } from './http/routes/health.js';
 import { operatorRoutes } from './http/routes/operator-routes.js';
 import { createHttpServer, defaultInstanceId, type HttpServerOptions } from './http/server.js';
 import { createTokenService, type TokenService } from './services/access-tokens.js';
+import { createArtifactDownloads } from './services/artifact-downloads.js';
 import { createArtifactService } from './services/artifact-service.js';
 import { createClientTokenService } from './services/client-token-service.js';
 import { createCommandNotifier } from './services/command-notifier.js';
@@ -33,9 +34,11 @@ import { createPrincipalDirectory, type PrincipalDirectory } from './services/pr
 import { createRegistrationService } from './services/registration-service.js';
 import { createSweeper } from './services/sweeper.js';
 import { createTenancy, type Tenancy } from './services/tenancy.js';
+import { createUpdateGate } from './services/update-gate.js';
+import { createUpdateService } from './services/update-service.js';
 import { createWebhooks, type WebhookOptions } from './services/webhooks.js';
 import type { PlatformKeys } from './storage/platform-keys.js';
-import type { Store } from './storage/store.js';
+import type { Store, UpdateRow } from './storage/store.js';
 import { createTelemetryStream, type TelemetryStream } from './stream/telemetry-stream.js';
 
 export { defaultInstanceId } from './http/server.js';
@@ -119,6 +122,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     commands: context.commands,
     secrets: context.secrets,
     artifacts: context.artifacts,
+    updates: context.updates,
     now,
     everyMs: opts.sweepEveryMs ?? 1000,
     log: app.log,
@@ -232,6 +236,16 @@ function createContext(
     events,
     controlChanged: (control, atMs) => webhooks.controlStatus(control, atMs),
   });
+  const updateStatus = (update: UpdateRow, progress: Record<string, number>, atMs: number) =>
+    webhooks.updateStatus(update, progress, atMs);
+  const gate = createUpdateGate({
+    store,
+    commands,
+    now,
+    statusChanged: updateStatus,
+    flushLiveness: () => liveness.flush(),
+  });
+  const updates = createUpdateService({ store, commands, gate, now, statusChanged: updateStatus });
   const options: PlatformOptions = {
     env: opts.env,
     registration: opts.registration,
@@ -263,11 +277,22 @@ function createContext(
     // The context's own options, read at each registration.
     registration: createRegistrationService({ store, keys, directory, webhooks, options, now }),
     tenancy,
-    reporting: createDeviceReportingService({ store, commands, notifier, liveness, events, webhooks, now }),
+    reporting: createDeviceReportingService({
+      store,
+      commands,
+      notifier,
+      liveness,
+      events,
+      webhooks,
+      now,
+      updateKindOf: (deviceId, updateId) => updates.kindOf(deviceId, updateId),
+    }),
     reads: createOperatorReadService({ store, tenancy, liveness, now }),
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
     controls: createControlService({ store, commands, tenancy, now, webhooks }),
-    artifacts: createArtifactService({ store, now }),
+    artifacts: createArtifactService({ store, now, inUse: updates.artifactInUse }),
+    downloads: createArtifactDownloads({ store }),
+    updates,
     liveness,
     events,
     webhooks,

@@ -11,6 +11,7 @@ import {
   WITHOUT_CONTROL_CHARACTERS,
 } from './primitives.js';
 import { ChargingRecord, CommandName, CommandStatus } from './resources.js';
+import { UpdateArtifactSummary, UpdateStatus } from './updates.js';
 
 /** Webhooks (DESIGN.md §14): endpoints an API client registers to be told of its devices' events. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -23,6 +24,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'control.status_changed',
   'charging_record.created',
   'firmware.status_changed',
+  'update.status_changed',
   'webhook.test',
 ] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES);
@@ -146,6 +148,16 @@ export const WEBHOOK_EVENT_DATA = {
   }),
   'charging_record.created': ChargingRecord,
   'firmware.status_changed': z.object({ ...FirmwareStatusReport.shape, device_id: z.string() }),
+  /** An update (DESIGN.md §19) started, paused (by the operator or over its failure threshold), resumed, completed or was cancelled. */
+  'update.status_changed': z.object({
+    update_id: z.string(),
+    status: UpdateStatus,
+    reason: z.string().optional(),
+    artifact: UpdateArtifactSummary,
+    /** How many chargers are in each state. */
+    progress: z.record(z.string(), z.number().int()),
+    at: Timestamp,
+  }),
   'webhook.test': z.object({ webhook_id: z.string() }),
 } satisfies Record<WebhookEventType, z.core.$ZodType>;
 

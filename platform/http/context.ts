@@ -1,5 +1,6 @@
 import type { RegistrationPolicy } from '../domain/registration.js';
 import type { TokenService } from '../services/access-tokens.js';
+import type { ArtifactDownloads } from '../services/artifact-downloads.js';
 import type { ArtifactService } from '../services/artifact-service.js';
 import type { ClientTokenService } from '../services/client-token-service.js';
 import type { CommandNotifier } from '../services/command-notifier.js';
@@ -14,6 +15,7 @@ import type { PlatformEvents } from '../services/platform-events.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
 import type { RegistrationService } from '../services/registration-service.js';
 import type { Tenancy } from '../services/tenancy.js';
+import type { UpdateService } from '../services/update-service.js';
 import type { WebhookEvents } from '../services/webhook-events.js';
 import type { PlatformKeys } from '../storage/platform-keys.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
@@ -57,6 +59,10 @@ export interface PlatformContext {
   controls: ControlService;
   /** Update artifacts: an operator's signed files, stored in chunks (DESIGN.md §19). */
   artifacts: ArtifactService;
+  /** Chargers' downloads of artifacts, at most 64 at once per instance. */
+  downloads: ArtifactDownloads;
+  /** Updates (campaigns) rolling artifacts out in batches. */
+  updates: UpdateService;
   /** Chargers registering on first connection (DESIGN.md §3, §18). */
   registration: RegistrationService;
   metrics: PlatformMetrics;

@@ -16,6 +16,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'Scope or policy does not allow it (2003)',
   404: 'Not found, or not visible to this client (3001)',
   409: 'State conflict (4001)',
+  416: 'Range not satisfiable (1001); Content-Range gives the size',
   413: 'Body too large (1002)',
   415: 'Not application/json (1002)',
   429: 'Rate limit exceeded (5001); see Retry-After',
@@ -28,6 +29,7 @@ const RETRY_AFTER = {
   schema: { type: 'integer', minimum: 0 },
 };
 const ERROR_HEADERS: Record<number, JsonSchema> = {
+  416: { 'Content-Range': { description: 'bytes */SIZE', schema: { type: 'string' } } },
   429: { 'Retry-After': RETRY_AFTER },
   503: { 'Retry-After': RETRY_AFTER },
 };
@@ -74,6 +76,10 @@ export function statusesOf(r: AnyRoute): number[] {
     statuses.add(415);
   }
   if (r.rate) statuses.add(429);
+  if (r.binary?.partial) {
+    statuses.add(206);
+    statuses.add(416);
+  }
   return [...statuses].sort((a, b) => a - b);
 }
 
@@ -178,6 +184,7 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
 
 /** One route's operation; error bodies of its own (the token endpoint's) are added to `schemas`. */
 function operationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSchema {
+  if (r.binary) return binaryOperationOf(r, schemas);
   const responses: Record<string, unknown> = {};
   const data = jsonSchema(r.response, 'output');
   const body = r.raw
@@ -243,3 +250,29 @@ function operationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSche
 }
 
 const errorRef = (status: number) => ({ $ref: `#/components/responses/E${status}` });
+
+const FILE_HEADERS = {
+  ETag: {
+    description: "The file's sha256 in quotes: send it as If-Range when resuming",
+    schema: { type: 'string' },
+  },
+  'Accept-Ranges': { schema: { type: 'string', const: 'bytes' } },
+  'Content-Length': { schema: { type: 'integer', minimum: 0 } },
+};
+
+/** A route answering a file: 200 (the whole), 206 (a range) as binary, errors as usual. */
+function binaryOperationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSchema {
+  const file = { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } };
+  const operation = operationOf({ ...r, binary: undefined, response: ErrorResponse }, schemas);
+  const responses = operation.responses as Record<string, unknown>;
+  responses['200'] = { description: r.binary!.description, headers: FILE_HEADERS, content: file };
+  if (r.binary!.partial) {
+    responses['206'] = {
+      description: 'The range asked for (Range: bytes=N-), with Content-Range',
+      headers: { ...FILE_HEADERS, 'Content-Range': { schema: { type: 'string' } } },
+      content: file,
+    };
+    responses['416'] = errorRef(416);
+  }
+  return operation;
+}

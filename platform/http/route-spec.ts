@@ -1,5 +1,6 @@
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type * as z from 'zod';
+import * as z from 'zod';
 import { ErrorCode, ok, RATE_LIMIT_MESSAGE, type Scope } from '../../shared/index.js';
 import { ApiError } from '../domain/api-error.js';
 import { authenticateDevice, authenticateOperator } from './auth/authenticate.js';
@@ -54,6 +55,11 @@ export interface RouteSpec<
    * `description` documents it.
    */
   streamed?: { description: string };
+  /**
+   * The answer is a file, not JSON: the handler returns a `BinaryAnswer` (status, headers, a stream) and
+   * `response` is not used. `description` documents it; `partial` says it answers ranges (206, 416).
+   */
+  binary?: { description: string; partial?: boolean };
   /** Request headers to validate before the handler runs (and to document), by lower-case name. */
   headers?: Schema;
   query?: Q;
@@ -78,6 +84,16 @@ export interface RouteSpec<
   };
   handler(input: RouteInput<B, Q, P>): Promise<z.infer<R>>;
 }
+
+/** What a `binary` route's handler returns: sent as it is. */
+export interface BinaryAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Readable;
+}
+
+/** The `response` of a `binary` route: what its handler returns, never validated or documented as JSON. */
+export const BinaryResponse = z.custom<BinaryAnswer>();
 
 export function route<
   B extends Schema | undefined,
@@ -188,6 +204,10 @@ export function registerRoutes(
         const rawBody = given === undefined && spec.bodyOptional ? {} : given;
         const body = spec.body ? parse(spec.body, rawBody) : undefined;
         const data = await spec.handler({ body, query, params, request, reply });
+        if (spec.binary) {
+          const answer = data as BinaryAnswer;
+          return reply.code(answer.status).headers(answer.headers).send(answer.body);
+        }
         return spec.raw ? data : ok(data);
       },
     };

@@ -26,6 +26,8 @@ export const ABANDONED_UPLOAD_MS = 24 * 3600_000;
 export interface ArtifactServiceDeps {
   store: ArtifactRepository;
   now: () => number;
+  /** Whether a running or paused update uses the artifact (then it may not be deleted). */
+  inUse?: (artifactId: string) => Promise<boolean>;
 }
 
 export function artifactView(row: ArtifactRow): Artifact {
@@ -170,7 +172,8 @@ export function createArtifactService(deps: ArtifactServiceDeps) {
     },
     async delete(actor: TenantActor, artifactId: string): Promise<{ artifact_id: string; deleted: true }> {
       await owned(actor, artifactId);
-      // Later (updates, DESIGN.md §19): refuse with 409/4001 while an update uses the artifact.
+      if (await deps.inUse?.(artifactId))
+        throw errors.conflict('A running or paused update uses this artifact: cancel it first');
       await store.deleteArtifact(artifactId);
       return { artifact_id: artifactId, deleted: true };
     },

@@ -1,5 +1,6 @@
 import type { DeviceCommandsQuery } from '../../shared/index.js';
 import type {
+  BatchCommand,
   CommandRow,
   CommandWithHistory,
   ControlRow,
@@ -77,6 +78,23 @@ export function createCommandService(deps: CommandServiceDeps) {
       const { cancelled, queued: reversed } = await store.cancelControl(controlId, reversals, nowMs);
       changed(cancelled, nowMs);
       queued(reversed);
+    },
+    /** Starts an update's batch: its `update` commands queued and its chargers moved, in one transaction. */
+    async startUpdateBatch(
+      updateId: string,
+      batch: number,
+      commands: readonly BatchCommand[],
+      nowMs: number,
+    ): Promise<CommandRow[] | undefined> {
+      const rows = await store.startUpdateBatch(updateId, batch, commands, nowMs);
+      if (rows) queued(rows);
+      return rows;
+    },
+    /** Cancels an update and its still-queued commands; undefined when it was not running or paused. */
+    async cancelUpdate(updateId: string, nowMs: number): Promise<boolean> {
+      const outcome = await store.cancelUpdate(updateId, nowMs);
+      if (outcome) changed(outcome.cancelled, nowMs);
+      return outcome !== undefined;
     },
     async reportStatus(
       deviceId: string,

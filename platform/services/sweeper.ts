@@ -5,12 +5,15 @@ import type { Store } from '../storage/store.js';
 import { ABANDONED_UPLOAD_MS, type ArtifactService } from './artifact-service.js';
 import type { CommandService } from './command-service.js';
 import type { DeviceSecretService } from './device-secret-service.js';
+import type { UpdateService } from './update-service.js';
 
 const STALE_UPLOADS_EVERY_MS = 3_600_000;
+/** The update gate reads every open update's chargers: every few seconds is soon enough for batches. */
+const UPDATE_GATE_EVERY_MS = 5_000;
 
 /**
- * Expires overdue commands, completes ended controls, promotes pending device secrets past their grace and removes
- * artifact uploads an instance abandoned, on a timer. Several instances share one database: one of them sweeps at
+ * Expires overdue commands, completes ended controls, promotes pending device secrets past their grace, removes
+ * artifact uploads an instance abandoned and moves updates along (the update gate), on a timer. Several instances share one database: one of them sweeps at
  * a time (an advisory lock on PostgreSQL). The timer skips a turn while another sweep runs; `sweep()` asked for
  * explicitly waits for it and runs its own.
  */
@@ -19,6 +22,7 @@ export function createSweeper(deps: {
   commands: Pick<CommandService, 'sweep'>;
   secrets: Pick<DeviceSecretService, 'promoteExpired'>;
   artifacts: Pick<ArtifactService, 'removeStaleUploads'>;
+  updates: Pick<UpdateService, 'runGate'>;
   now: () => number;
   everyMs: number;
   log: FastifyBaseLogger;
@@ -26,6 +30,7 @@ export function createSweeper(deps: {
 }) {
   // Abandoned uploads are a day old before they go: the timer looks for them hourly, not every turn.
   let staleCheckedMs = Number.NEGATIVE_INFINITY;
+  let gateRanMs = Number.NEGATIVE_INFINITY;
   const sweepUnlessRunning = (everything: boolean) =>
     deps.store.runAlone('sweep', async () => {
       const nowMs = deps.now();
@@ -34,6 +39,10 @@ export function createSweeper(deps: {
       if (everything || nowMs - staleCheckedMs >= STALE_UPLOADS_EVERY_MS) {
         staleCheckedMs = nowMs;
         await deps.artifacts.removeStaleUploads(nowMs - ABANDONED_UPLOAD_MS);
+      }
+      if (everything || nowMs - gateRanMs >= UPDATE_GATE_EVERY_MS) {
+        gateRanMs = nowMs;
+        await deps.updates.runGate();
       }
     });
   const timer = setInterval(() => {

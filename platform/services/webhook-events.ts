@@ -9,7 +9,7 @@ import type {
 import { toTimestamp } from '../../shared/index.js';
 import { mayFollowControl } from '../domain/flexibility.js';
 import { newId } from '../domain/ids.js';
-import type { ControlRow, DeviceRow, NewDelivery, Store, WebhookRow } from '../storage/store.js';
+import type { ControlRow, DeviceRow, NewDelivery, Store, UpdateRow, WebhookRow } from '../storage/store.js';
 import type { PlatformEvents } from './platform-events.js';
 import type { PrincipalDirectory } from './principal-directory.js';
 
@@ -233,6 +233,28 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
         at: toTimestamp(atMs),
       };
       queue(hooks, 'control.status_changed', data, atMs);
+    },
+    /** An update's new status, to the endpoints whose client acts for the update's operator. */
+    updateStatus(update: UpdateRow, progress: Record<string, number>, atMs: number) {
+      if (!wants('update.status_changed')) return;
+      const hooks = endpoints.filter(
+        (h) =>
+          (h.events.includes('update.status_changed') || h.events.includes('*')) &&
+          (directory.client(h.client_id)?.operator_ids ?? []).includes(update.operator_id),
+      );
+      const data: Data = {
+        update_id: update.update_id,
+        status: update.status,
+        artifact: {
+          artifact_id: update.artifact_id,
+          kind: update.artifact_kind,
+          version: update.artifact_version,
+        },
+        progress,
+        at: toTimestamp(atMs),
+      };
+      if (update.reason !== null) data.reason = update.reason;
+      queue(hooks, 'update.status_changed', data, atMs);
     },
     /** A test event to one endpoint, whatever it subscribes to; answers the queued delivery's id. */
     async test(hook: WebhookRow): Promise<string> {

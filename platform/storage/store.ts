@@ -18,6 +18,7 @@ import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { ClientEntry, DeviceEntry } from './directory-rows.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
 import type { Page } from './page.js';
+import type { UpdateRepository } from './update-repository.js';
 import type { WebhookRepository } from './webhook-repository.js';
 
 export interface OperatorRow {
@@ -307,6 +308,15 @@ export type { ClientEntry, DeviceEntry } from './directory-rows.js';
 export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
 export type { Page } from './page.js';
 export type {
+  BatchCommand,
+  UpdateCandidate,
+  UpdateDeviceChange,
+  UpdateDeviceObservation,
+  UpdateDeviceRow,
+  UpdateRepository,
+  UpdateRow,
+} from './update-repository.js';
+export type {
   AttemptRecord,
   DeliveryRow,
   NewDelivery,
@@ -353,4 +363,5 @@ export type Store = OperatorDirectory &
   WebhookRepository &
   EnrolmentRepository &
   ArtifactRepository &
+  UpdateRepository &
   Maintenance;

@@ -33,6 +33,7 @@ import { presentedChain } from '../auth/client-certificate.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
 import { beginCredentialAttempt } from './credential-attempts.js';
+import { deviceArtifactRoutes } from './device-artifact-routes.js';
 
 const device = { kind: 'device' } as const;
 
@@ -278,5 +279,6 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
         return { device_id: id, device_secret: secret, expires_in: DEVICE_SECRET_EXPIRES_IN_SECONDS };
       },
     }),
+    ...deviceArtifactRoutes(ctx),
   ];
 }

@@ -82,9 +82,11 @@ export function operatorArtifactRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'DELETE',
       url: ONE,
       summary: 'Delete an artifact',
+      description: 'Refused (409) while a running or paused update uses it.',
       auth: write,
       params: ArtifactParams,
       response: ArtifactDeleted,
+      errors: [409],
       handler: async ({ params, request }) => ctx.artifacts.delete(principal(request), params.artifact_id),
     }),
   ];

@@ -6,6 +6,7 @@ import { operatorCommandRoutes } from './operator-command-routes.js';
 import { operatorControlRoutes } from './operator-control-routes.js';
 import { operatorReadRoutes } from './operator-read-routes.js';
 import { operatorTokenRoute } from './operator-token.js';
+import { operatorUpdateRoutes } from './operator-update-routes.js';
 import { operatorWebhookRoutes } from './operator-webhook-routes.js';
 
 /** Every operator route, in the order the OpenAPI document lists them. */
@@ -17,5 +18,6 @@ export function operatorRoutes(ctx: PlatformContext, webhooks: WebhookService): 
     ...operatorControlRoutes(ctx),
     ...operatorWebhookRoutes(webhooks),
     ...operatorArtifactRoutes(ctx),
+    ...operatorUpdateRoutes(ctx),
   ];
 }

@@ -49,7 +49,7 @@ const COMMAND_ORDER = `created_ms, command_id ${C}`;
  * Inserts `commands` as queued at `nowMs`, each with its first history entry, in one statement. Each new
  * command keeps the caller's params object, as the SQLite backend returns it.
  */
-async function insertCommands(
+export async function insertCommands(
   sql: Sql,
   commands: readonly NewCommand[],
   nowMs: number,
@@ -99,6 +99,24 @@ async function moveLocked(
      SELECT * FROM moved`,
     [...values, change.status, change.reason, change.nowMs],
   );
+}
+
+/** Cancels those of `commandIds` still queued, inside the caller's transaction (an update's cancellation). */
+export async function cancelQueuedCommands(
+  sql: Sql,
+  commandIds: readonly string[],
+  reason: string,
+  nowMs: number,
+): Promise<CommandRow[]> {
+  if (commandIds.length === 0) return [];
+  const moved = await moveLocked(
+    sql,
+    `SELECT command_id, reason FROM commands WHERE command_id = ANY($1::text[]) AND status = 'queued'
+     ORDER BY command_id ${C} FOR UPDATE`,
+    [commandIds],
+    { status: 'cancelled', reason, nowMs },
+  );
+  return moved.sort(byCreation).map(toCommand);
 }
 
 /** Commands, schedules and flexibility controls on PostgreSQL: each change one atomic compare-and-set. */

@@ -320,4 +320,44 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE firmware_status ADD COLUMN report_id TEXT;
   CREATE UNIQUE INDEX firmware_status_report ON firmware_status(device_id, report_id);
   `,
+  // 9: updates (campaigns), as SQLite's migration 12; ids in byte order in the newest-first index.
+  `
+  CREATE TABLE updates (
+    update_id TEXT PRIMARY KEY,
+    operator_id TEXT NOT NULL REFERENCES operators(operator_id),
+    client_id TEXT,
+    artifact_id TEXT NOT NULL,
+    artifact_kind TEXT NOT NULL,
+    artifact_version TEXT NOT NULL,
+    target_type TEXT NOT NULL,
+    target_ids JSONB NOT NULL,
+    install TEXT NOT NULL,
+    install_window JSONB,
+    rollout JSONB NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    current_batch INTEGER NOT NULL,
+    waived_batch INTEGER NOT NULL,
+    created_ms BIGINT NOT NULL,
+    updated_ms BIGINT NOT NULL
+  );
+  CREATE INDEX updates_newest ON updates(operator_id, created_ms DESC, update_id COLLATE "C" DESC);
+  CREATE INDEX updates_open ON updates(created_ms) WHERE status IN ('running', 'paused');
+  CREATE INDEX updates_by_artifact ON updates(artifact_id);
+  CREATE TABLE update_devices (
+    update_id TEXT NOT NULL REFERENCES updates(update_id),
+    device_id TEXT NOT NULL,
+    batch INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    command_id TEXT,
+    version_before TEXT,
+    version_after TEXT,
+    reason TEXT,
+    state_ms BIGINT NOT NULL,
+    updated_ms BIGINT NOT NULL,
+    PRIMARY KEY (update_id, device_id)
+  );
+  CREATE INDEX update_devices_by_device ON update_devices(device_id);
+  CREATE INDEX firmware_status_by_update ON firmware_status(update_id, device_id, ts_ms) WHERE update_id IS NOT NULL;
+  `,
 ];

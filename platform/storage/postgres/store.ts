@@ -16,6 +16,7 @@ import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
 import { createTelemetryPartitions } from './telemetry-partitions.js';
+import { createPgUpdates } from './updates.js';
 import { createPgWebhooks } from './webhooks.js';
 
 export { describeDatabase, isPostgresUrl } from './database.js';
@@ -66,6 +67,7 @@ export async function openPostgresBackend(
   const webhooks = createPgWebhooks(db);
   const enrolments = createPgEnrolments(db, now);
   const artifacts = createPgArtifacts(db);
+  const updates = createPgUpdates(db);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
   const pruning = createPgRetention(db, partitions, rollups);
 
@@ -83,6 +85,7 @@ export async function openPostgresBackend(
     ...webhooks,
     ...enrolments,
     ...artifacts,
+    ...updates,
     externalChangeVersion() {
       return changes?.version() ?? 0;
     },

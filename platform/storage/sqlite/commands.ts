@@ -21,7 +21,18 @@ import { type RawCommand, type RawControl, toCommand, toControl } from './rows.j
  * Commands, schedules and flexibility controls (DESIGN.md §5): every change one transaction. The operator's
  * list of a device's commands reads through `reader` (device-commands.ts).
  */
-export function createSqliteCommands(db: Database.Database, reader: SqlReader): CommandRepository {
+export interface SqliteCommands extends CommandRepository {
+  /**
+   * For other aggregates' transactions (updates): queues commands, or cancels those still queued, inside the
+   * caller's transaction. Commands are created only through here, so the pending-device set stays true.
+   */
+  inTransaction: {
+    insert(commands: readonly NewCommand[], nowMs: number): CommandRow[];
+    cancelQueued(commandIds: readonly string[], reason: string, nowMs: number): CommandRow[];
+  };
+}
+
+export function createSqliteCommands(db: Database.Database, reader: SqlReader): SqliteCommands {
   const stmt = {
     insertCommand: db.prepare(
       `INSERT INTO commands (command_id, device_id, command, params, status, expiry_ms, created_ms, updated_ms,
@@ -109,7 +120,17 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
       return row;
     });
 
+  const cancelQueuedNow = (commandIds: readonly string[], reason: string, nowMs: number): CommandRow[] =>
+    commandIds.flatMap((id) => {
+      const raw = stmt.getCommand.get(id) as RawCommand | undefined;
+      if (raw?.status !== 'queued') return [];
+      stmt.setCommandStatus.run('cancelled', reason, nowMs, id);
+      stmt.insertHistory.run(id, 'cancelled', nowMs, reason);
+      return [toCommand({ ...raw, status: 'cancelled', reason, updated_ms: nowMs })];
+    });
+
   return {
+    inTransaction: { insert: insertCommandsNow, cancelQueued: cancelQueuedNow },
     ...createSqliteDeviceCommands(reader),
     async enqueueCommands(commands, nowMs) {
       return db.transaction(() => insertCommandsNow(commands, nowMs)).immediate();

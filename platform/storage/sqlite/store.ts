@@ -17,6 +17,7 @@ import { createSqliteEnrolments } from './enrolments.js';
 import { createInlineReader, createWorkerReader } from './reader.js';
 import { createSqliteRetention } from './retention.js';
 import { createSqliteTelemetry } from './telemetry.js';
+import { createSqliteUpdates } from './updates.js';
 import { createSqliteWebhooks } from './webhooks.js';
 import { createWriteBatcher } from './write-batcher.js';
 
@@ -72,7 +73,8 @@ export function openSqliteBackend(
   const devices = createSqliteDevices({ db, now, prepared, records, noteLocalChange });
   const deviceSecrets = createSqliteDeviceSecrets({ db });
   const telemetry = createSqliteTelemetry(db, batcher, prepared);
-  const commands = createSqliteCommands(db, reader);
+  const { inTransaction, ...commands } = createSqliteCommands(db, reader);
+  const updates = createSqliteUpdates({ db, prepared, commands: inTransaction });
   const history = createSqliteDeviceHistory(db);
   const webhooks = createSqliteWebhooks(db);
   const enrolments = createSqliteEnrolments(db, now);
@@ -101,6 +103,7 @@ export function openSqliteBackend(
     ...webhooks,
     ...enrolments,
     ...artifacts,
+    ...updates,
     async listChargingRecords(operatorIds, q) {
       return records.list(operatorIds, q);
     },

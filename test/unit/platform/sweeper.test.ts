@@ -15,7 +15,7 @@ describe('the sweeper', () => {
 
   function start() {
     let clock = 1_000_000_000;
-    const calls = { commands: 0, secrets: 0, stale: [] as number[] };
+    const calls = { commands: 0, secrets: 0, stale: [] as number[], gate: [] as number[] };
     const sweeper = createSweeper({
       store: { runAlone: async (_job, run) => ({ ran: true, value: await run() }) },
       commands: { sweep: async () => void calls.commands++ },
@@ -26,6 +26,7 @@ describe('the sweeper', () => {
           return 0;
         },
       },
+      updates: { runGate: async () => void calls.gate.push(clock) },
       now: () => clock,
       everyMs: 1_000,
       log: { error: () => undefined } as unknown as FastifyBaseLogger,
@@ -46,6 +47,20 @@ describe('the sweeper', () => {
     // Two hours of platform time: the first turn, then one an hour.
     expect(calls.stale).toHaveLength(2);
     expect(calls.stale[1]! - calls.stale[0]!).toBe(HOUR);
+  });
+
+  it('runs the update gate every 5 s of platform time, and whenever a sweep is asked for', async () => {
+    const { sweeper, calls, advance } = start();
+    for (let turn = 0; turn < 20; turn++) {
+      advance(1_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
+    // 20 s: the first turn, then every fifth.
+    expect(calls.gate).toHaveLength(4);
+    expect(calls.gate[1]! - calls.gate[0]!).toBe(5_000);
+    await sweeper.sweep();
+    sweeper.stop();
+    expect(calls.gate).toHaveLength(5);
   });
 
   it('removes uploads a day old whenever a sweep is asked for', async () => {

@@ -1,0 +1,107 @@
+import { Readable } from 'node:stream';
+import { ARTIFACT_CHUNK_BYTES, ErrorCode } from '../../shared/index.js';
+import { ApiError, errors } from '../domain/api-error.js';
+import { decideRange } from '../domain/byte-range.js';
+import type { Store } from '../storage/store.js';
+
+/** Downloads one instance serves at once (DESIGN.md §19); more are told to come back (429, Retry-After). */
+export const DOWNLOADS_PER_INSTANCE = 64;
+/** Seconds a charger turned away waits before it asks again. */
+export const DOWNLOAD_RETRY_AFTER_SECONDS = 30;
+
+export interface ArtifactDownload {
+  status: 200 | 206;
+  headers: Record<string, string>;
+  body: Readable;
+}
+
+/**
+ * The bytes `start`..`end` (inclusive) of an artifact, read one stored chunk at a time as the client takes them:
+ * a slow charger holds one chunk in memory, not its file.
+ */
+function chunkStream(
+  store: Pick<Store, 'readArtifactChunks'>,
+  artifactId: string,
+  start: number,
+  end: number,
+): Readable {
+  async function* bytes(): AsyncGenerator<Buffer> {
+    const first = Math.floor(start / ARTIFACT_CHUNK_BYTES);
+    const last = Math.floor(end / ARTIFACT_CHUNK_BYTES);
+    for (let index = first; index <= last; index++) {
+      const [chunk] = await store.readArtifactChunks(artifactId, index, index);
+      // Deleted while it was being read: the answer ends short, which the charger's size check catches.
+      if (!chunk) throw new Error(`artifact ${artifactId} lost chunk ${index} while it was served`);
+      const base = index * ARTIFACT_CHUNK_BYTES;
+      const from = Math.max(start - base, 0);
+      const to = Math.min(end - base + 1, chunk.length);
+      yield from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to);
+    }
+  }
+  return Readable.from(bytes(), { objectMode: false });
+}
+
+/**
+ * Artifact downloads by chargers (DESIGN.md §19): only a charger that was sent an update of the artifact may
+ * fetch it; `Range` answers 206 with the part (a resumed download), the ETag is the file's sha256, and at most
+ * `limit` downloads run at once on this instance.
+ */
+export function createArtifactDownloads(deps: {
+  store: Pick<Store, 'getArtifact' | 'readArtifactChunks' | 'deviceHasUpdateFor'>;
+  limit?: number;
+}) {
+  const limit = deps.limit ?? DOWNLOADS_PER_INSTANCE;
+  let active = 0;
+
+  return {
+    /** Downloads under way on this instance. */
+    active: () => active,
+    async open(
+      deviceId: string,
+      artifactId: string,
+      request: { range?: string | undefined; ifRange?: string | undefined },
+    ): Promise<ArtifactDownload> {
+      // Another operator's artifact, or one this charger has no update for, is as good as missing.
+      const [artifact, allowed] = await Promise.all([
+        deps.store.getArtifact(artifactId),
+        deps.store.deviceHasUpdateFor(deviceId, artifactId),
+      ]);
+      if (!artifact || !allowed) throw errors.notFound('Artifact');
+      const etag = `"${artifact.sha256}"`;
+      const decision = decideRange(request.range, request.ifRange, artifact.size, etag);
+      if (decision.kind === 'unsatisfiable') {
+        throw new ApiError(
+          ErrorCode.VALIDATION,
+          `Range not satisfiable: the file has ${artifact.size} bytes`,
+          {
+            status: 416,
+            headers: { 'content-range': `bytes */${artifact.size}` },
+          },
+        );
+      }
+      if (active >= limit) {
+        throw new ApiError(ErrorCode.RATE_LIMITED, `This instance serves ${limit} downloads already`, {
+          details: { retry_after_seconds: DOWNLOAD_RETRY_AFTER_SECONDS },
+          headers: { 'retry-after': String(DOWNLOAD_RETRY_AFTER_SECONDS) },
+        });
+      }
+      const [start, end] =
+        decision.kind === 'partial' ? [decision.start, decision.end] : [0, artifact.size - 1];
+      const body = chunkStream(deps.store, artifactId, start, end);
+      active += 1;
+      body.once('close', () => {
+        active -= 1;
+      });
+      const headers: Record<string, string> = {
+        'content-type': 'application/octet-stream',
+        'content-length': String(end - start + 1),
+        'accept-ranges': 'bytes',
+        etag,
+        'cache-control': 'private, no-transform',
+      };
+      if (decision.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${artifact.size}`;
+      return { status: decision.kind === 'partial' ? 206 : 200, headers, body };
+    },
+  };
+}
+export type ArtifactDownloads = ReturnType<typeof createArtifactDownloads>;
