@@ -55,6 +55,8 @@ export interface BuildOptions extends PlatformOptions, HttpServerOptions {
   streamPingMs?: number;
   /** How often expired commands and ended controls are swept (ms). */
   sweepEveryMs?: number;
+  /** Artifact downloads served at once by this instance (default 64, DESIGN.md §19). */
+  downloadsPerInstance?: number;
   /** This instance's name in logs, metrics and health answers (DESIGN.md §13); default host name and pid. */
   instanceId?: string;
   /**
@@ -291,7 +293,10 @@ function createContext(
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
     controls: createControlService({ store, commands, tenancy, now, webhooks }),
     artifacts: createArtifactService({ store, now, inUse: updates.artifactInUse }),
-    downloads: createArtifactDownloads({ store }),
+    downloads: createArtifactDownloads({
+      store,
+      ...(opts.downloadsPerInstance ? { limit: opts.downloadsPerInstance } : {}),
+    }),
     updates,
     liveness,
     events,

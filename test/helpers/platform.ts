@@ -129,6 +129,8 @@ export async function startTestPlatform(
     connections?: Partial<ConnectionLimits>;
     /** `serve --proxy-protocol`: every connection starts with a PROXY protocol v2 header. */
     proxyProtocol?: boolean;
+    /** Artifact downloads served at once (default 64). */
+    downloadsPerInstance?: number;
   } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
@@ -163,6 +165,7 @@ export async function startTestPlatform(
     ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
     ...(opts.connections ? { connections: opts.connections } : {}),
     ...(opts.proxyProtocol ? { proxyProtocol: true } : {}),
+    ...(opts.downloadsPerInstance ? { downloadsPerInstance: opts.downloadsPerInstance } : {}),
     ...(opts.logLevel
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),
