@@ -55,6 +55,7 @@ interface Ids {
   webhook_id: string;
   delivery_id: string;
   artifact_id: string;
+  update_id: string;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -137,6 +138,15 @@ async function resourcesOf(tenant: Tenant, device: RegisteredDevice, by?: { toke
     },
   );
   expect(artifact.status, artifact.text).toBe(200);
+  const update = await tp.http.post('/v1/operator/updates', {
+    token: c.token,
+    json: {
+      artifact_id: artifact.body.data.artifact_id,
+      target_type: 'device',
+      target_ids: [device.deviceId],
+    },
+  });
+  expect(update.status, update.text).toBe(200);
   return {
     device_id: device.deviceId,
     site_id: tenant.siteId,
@@ -148,6 +158,7 @@ async function resourcesOf(tenant: Tenant, device: RegisteredDevice, by?: { toke
     webhook_id: webhook.body.data.webhook_id,
     delivery_id: test.body.data.delivery_id,
     artifact_id: artifact.body.data.artifact_id,
+    update_id: update.body.data.update_id,
   };
 }
 
@@ -194,6 +205,7 @@ function pathOf(route: AnyRoute, ids: Ids): string {
     webhook_id: ids.webhook_id,
     delivery_id: ids.delivery_id,
     artifact_id: ids.artifact_id,
+    update_id: ids.update_id,
   };
   return route.url.replace(/:([A-Za-z_]+)/g, (_m, name: string) => {
     const v = values[name];
@@ -240,6 +252,12 @@ function bodyOf(route: AnyRoute, ids: Ids): unknown {
       params: { power_limit_percent: 50, duration: 60 },
     },
     'POST /v1/operator/webhooks': { url: 'https://hooks.example.com/matrix', events: ['device.online'] },
+    // The device is in an update already: a valid request, answered 409.
+    'POST /v1/operator/updates': {
+      artifact_id: ids.artifact_id,
+      target_type: 'device',
+      target_ids: [ids.device_id],
+    },
     'PATCH /v1/operator/webhooks/:webhook_id': { description: 'matrix' },
     'POST /v1/device/heartbeat': { timestamp: iso(t), status: 'online', fault_code: 0 },
     'POST /v1/device/commands/:command_id/status': { status: 'accepted' },
@@ -494,6 +512,7 @@ describe('credential matrix: every endpoint × every wrong credential gets exact
         own.webhook_id,
         own.delivery_id,
         own.artifact_id,
+        own.update_id,
       ]) {
         expect(res.text, `${key(route)} leaks ${id}`).not.toContain(id);
       }
@@ -514,6 +533,7 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     'webhook_id',
     'delivery_id',
     'artifact_id',
+    'update_id',
   ] as const;
 
   /** The body of an answer with the id replaced, so two answers compare on everything else. */
@@ -641,6 +661,10 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     for (const artifactId of [foreign.artifact_id, aggregated.artifact_id]) {
       const artifact = await tp.http.get(`/v1/operator/artifacts/${artifactId}`, { token: b.token });
       expect(artifact.status, artifact.text).toBe(200);
+    }
+    for (const updateId of [foreign.update_id, aggregated.update_id]) {
+      const update = await tp.http.get(`/v1/operator/updates/${updateId}`, { token: b.token });
+      expect(update.body.data.status, update.text).toBe('running');
     }
     const cmd = await tp.http.get(`/v1/operator/commands/${foreign.command_id}`, { token: b.token });
     expect(cmd.body.data.status).toBe('queued');
