@@ -25,8 +25,7 @@ export interface DeviceReportingServiceDeps {
   now: () => number;
   /**
    * The kind (agent or firmware) of a charger's update, for an `installed` report that names one
-   * (domain/inventory.ts). TODO(issue 35, updates): the update work provides it; until then such a report
-   * changes no version.
+   * (domain/inventory.ts): the update service's, undefined when the charger was sent no such update.
    */
   updateKindOf?: (deviceId: string, updateId: string) => Promise<ArtifactKind | undefined>;
 }
