@@ -8,6 +8,7 @@ import {
   type SandboxFleetStart,
   startSandboxFleet,
 } from '../sandbox/sandbox-fleet.js';
+import { ensureSandboxUpdateKey } from '../sandbox/sandbox-update-key.js';
 import { DEFAULT_RETENTION } from '../storage/retention-policy.js';
 import { databaseOption, integer } from './cli-options.js';
 import {
@@ -181,9 +182,11 @@ export function addServeCommand(program: Command): void {
       process.on('SIGTERM', () => shutdown('SIGTERM'));
       process.on('SIGINT', () => shutdown('SIGINT'));
       let fleetStart: SandboxFleetStart | undefined;
+      const updateKey = o.env === 'sandbox' ? ensureSandboxUpdateKey(o.dataDir) : undefined;
       if (simChargers > 0) {
         fleet = startSandboxFleet({
           count: simChargers,
+          ...(updateKey ? { updateKey: updateKey.publicKey } : {}),
           platformUrl: localUrl(o.host, running.port),
           caPath: running.tls.certPath,
           dataDir: o.dataDir,
@@ -196,7 +199,7 @@ export function addServeCommand(program: Command): void {
         fleetStart = await fleet.started;
       }
       // The banner tells supervisors and tests that it serves: only once a signal would close it cleanly.
-      if (!closing) process.stderr.write(`${banner(running, o.env, fleetStart)}\n`);
+      if (!closing) process.stderr.write(`${banner(running, o.env, fleetStart, updateKey?.privateKey)}\n`);
     });
 }
 
@@ -256,7 +259,12 @@ function corsOrigins(value: string, previous: string[]): string[] {
   }
 }
 
-function banner(running: RunningPlatform, env: string, fleet: SandboxFleetStart | undefined): string {
+function banner(
+  running: RunningPlatform,
+  env: string,
+  fleet: SandboxFleetStart | undefined,
+  updateKey: string | undefined,
+): string {
   const lines = [
     `charger-platform ${env} listening on ${running.url}`,
     `TLS certificate: ${running.tls.certPath}${running.tls.created ? ' (created, self-signed)' : ''}`,
@@ -270,6 +278,10 @@ function banner(running: RunningPlatform, env: string, fleet: SandboxFleetStart 
     );
   else if (fleet)
     lines.push(`Simulated fleet: not started (${fleet.reason}); the platform serves without it`);
+  if (updateKey)
+    lines.push(
+      `Update key: ${updateKey} (the simulated fleet trusts it: npm run build:agent -- --sign-key ${updateKey} ...)`,
+    );
   const sb = running.sandbox;
   if (sb) {
     lines.push(

@@ -41,6 +41,8 @@ export interface SandboxFleetOptions {
   /** PEM of the platform's certificate (the sandbox's self-signed one). */
   caPath: string;
   dataDir: string;
+  /** The sandbox's update key (public PEM) the chargers trust (sandbox-update-key.ts). */
+  updateKey?: string;
   /** Each line the fleet writes to stderr (agent warnings, its own messages). */
   onOutput(line: string): void;
   /** The fleet ended without being asked to, after it had reported its start (before: `started` says why). */
@@ -90,6 +92,7 @@ export function startSandboxFleet(opts: SandboxFleetOptions): SandboxFleet {
       '0',
       '--log-level',
       FLEET_LOG_LEVEL,
+      ...(opts.updateKey ? ['--update-key', opts.updateKey] : []),
     ],
     // stdout (the run's summary at the end) is of no use here; stderr carries warnings, forwarded line by line.
     { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, NO_COLOR: '1' } },

@@ -128,6 +128,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
           dataDir: path.join(options.dataDir ?? 'memory', plan.sn),
           platformUrl: options.platformUrl.replace(/\/+$/, ''),
           sn: plan.sn,
+          updateKeys: settings.updateKeys,
         },
         hal,
         logger: settings.logLevel === 'silent' ? deps.logger : deps.logger.child({ sn: plan.sn }),

@@ -50,6 +50,7 @@ interface FleetFlags {
   strict?: boolean;
   workers?: string;
   pace?: FleetPace;
+  updateKey?: string[];
 }
 
 function seconds(flag: string, value: string | undefined): number | undefined {
@@ -126,6 +127,7 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
     ...(flags.logLevel ? { logLevel: flags.logLevel } : {}),
     ...(flags.strict ? { strict: true } : {}),
     ...(flags.pace ? { pace: flags.pace } : {}),
+    ...(flags.updateKey?.length ? { updateKeyFiles: flags.updateKey.map((f) => path.resolve(f)) } : {}),
   };
   const fleet: FleetHandle =
     workers > 1 ? await runFleetInWorkers(options, workers) : await runFleet(options);
@@ -203,6 +205,11 @@ export function addFleetCommand(program: Command, onExit: (code: number) => void
     )
     .option('--strict', 'count retried 429s and recovered transient failures as errors too')
     .option('--workers <n>', 'split the chargers over N worker threads (default 1: the main thread)')
+    .option(
+      '--update-key <file>',
+      'an OEM public key (PEM) the agents trust for updates; repeatable (none: they refuse every update)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .addOption(
       new Option(
         '--pace <pace>',

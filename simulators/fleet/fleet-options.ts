@@ -2,9 +2,12 @@
  * The options of a fleet run: what `runFleet` (and `runFleetInWorkers`) accept, how they are checked (the
  * `charger-sim fleet` flags' messages), their defaults, and the settings a run resolves from them once.
  */
+import type { KeyObject } from 'node:crypto';
 import type { DestinationStream, Level } from 'pino';
+import { ConfigError } from '../../agent/agent-config.js';
 import { DEFAULT_TELEMETRY_INTERVALS } from '../../agent/core/telemetry.js';
 import type { AgentTuning } from '../../agent/runtime/agent-runtime.js';
+import { readUpdateKeys } from '../../agent/updates/update-keys.js';
 import { randomSeed } from '../seeded-random.js';
 import type { SimulatedHalOptions } from '../simulated-hal.js';
 import { checkEnrolmentCa, type EnrolmentCa } from './charger-certificates.js';
@@ -75,6 +78,8 @@ export interface FleetOptions {
   stopConcurrency?: number;
   /** Agent tuning beyond the flags (tests); wins over the options above. */
   tuning?: Partial<AgentTuning>;
+  /** OEM public keys (PEM files) every agent trusts for updates (`--update-key`); none: updates are refused. */
+  updateKeyFiles?: readonly string[];
   /** Simulated-HAL options for every charger (tests); win over the mix. */
   hal?: Partial<SimulatedHalOptions>;
   /**
@@ -179,7 +184,19 @@ export interface FleetSettings {
   /** The telemetry interval while charging, also the agent's sampling tick and the HAL's physics tick. */
   telemetryMs: number;
   tuning: Partial<AgentTuning>;
+  /** `updateKeyFiles`, read once. */
+  updateKeys: KeyObject[];
   logLevel: FleetLogLevel;
+}
+
+/** The update keys, read and checked once for the whole fleet; a bad file is an option error. */
+function updateKeysOf(files: readonly string[] | undefined): KeyObject[] {
+  try {
+    return readUpdateKeys(files ?? []);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new FleetOptionsError(error.message);
+    throw error;
+  }
 }
 
 /** Checks the options (`FleetOptionsError`) and resolves their defaults. */
@@ -203,6 +220,7 @@ export function resolveFleetSettings(options: FleetOptions): FleetSettings {
         : {}),
       ...options.tuning,
     },
+    updateKeys: updateKeysOf(options.updateKeyFiles),
     logLevel: options.logLevel ?? 'silent',
   };
 }

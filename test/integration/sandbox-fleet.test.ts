@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -164,6 +165,21 @@ describe('serve --env sandbox --sim-chargers 3', () => {
     const children = childPids(first.child.pid!);
     expect(children).toHaveLength(1);
     fleetPid = children[0]!;
+  });
+
+  it('makes the sandbox its own update key, names it, and hands its public half to the fleet', () => {
+    const privatePath = join(dir, 'keys', 'update-ed25519.pem');
+    expect(first.stderr()).toContain(`Update key: ${privatePath}`);
+    expect(statSync(privatePath).mode & 0o777).toBe(0o600);
+    const key = createPublicKey(readFileSync(join(dir, 'keys', 'update-ed25519.pub.pem'), 'utf8'));
+    expect(key.asymmetricKeyType).toBe('ed25519');
+    // Its public half is what the private half signs for.
+    const data = Buffer.from('charger-artifact-v1\n');
+    expect(
+      verify(null, data, key, sign(null, data, createPrivateKey(readFileSync(privatePath, 'utf8')))),
+    ).toBe(true);
+    const cmdline = readFileSync(`/proc/${fleetPid}/cmdline`, 'utf8').split('\0');
+    expect(cmdline[cmdline.indexOf('--update-key') + 1]).toBe(join(dir, 'keys', 'update-ed25519.pub.pem'));
   });
 
   it("the chargers come online within seconds, in the sandbox operator's devices, one of them V2G", async () => {
