@@ -28,6 +28,7 @@ const POSTGRES_ONLY = [
   'test/integration/redis-coordination.test.ts',
   'test/integration/client-lifecycle-instances.test.ts',
   'test/integration/trust-across-instances.test.ts',
+  'test/integration/updates-across-instances.test.ts',
   'test/integration/several-instances.test.ts',
   'test/integration/stream-across-instances.test.ts',
   // Needs HAProxy, which CI installs before `npm run test:postgres`.
