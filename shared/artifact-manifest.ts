@@ -6,8 +6,12 @@ export const ARTIFACT_KINDS = ['agent', 'firmware'] as const;
 
 /** The largest artifact the platform takes (an upload over it answers 413). */
 export const ARTIFACT_MAX_BYTES = 512 * 1024 * 1024;
-/** Artifacts are stored in chunks of this size (the last one shorter), so a range read touches only its chunks. */
-export const ARTIFACT_CHUNK_BYTES = 1024 * 1024;
+/**
+ * New artifacts are stored in chunks of this size (the last one shorter), so that a range read touches only its
+ * chunks, and a download holds one chunk at a time: 64 downloads at once hold a few tens of MiB, not hundreds.
+ * Each artifact records the size it was stored with.
+ */
+export const ARTIFACT_CHUNK_BYTES = 256 * 1024;
 /** The upload's header carrying the manifest's signature (base64). */
 export const ARTIFACT_SIGNATURE_HEADER = 'x-artifact-signature';
 /** First line of the signed text; a new layout of the text gets a new one. */

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { ARTIFACT_CHUNK_BYTES, ErrorCode } from '../../shared/index.js';
+import { ErrorCode } from '../../shared/index.js';
 import { ApiError, errors } from '../domain/api-error.js';
 import { decideRange } from '../domain/byte-range.js';
 import type { Store } from '../storage/store.js';
@@ -21,18 +21,20 @@ export interface ArtifactDownload {
  */
 function chunkStream(
   store: Pick<Store, 'readArtifactChunks'>,
-  artifactId: string,
+  artifact: { artifact_id: string; chunk_bytes: number },
   start: number,
   end: number,
 ): Readable {
+  const artifactId = artifact.artifact_id;
+  const chunkBytes = artifact.chunk_bytes;
   async function* bytes(): AsyncGenerator<Buffer> {
-    const first = Math.floor(start / ARTIFACT_CHUNK_BYTES);
-    const last = Math.floor(end / ARTIFACT_CHUNK_BYTES);
+    const first = Math.floor(start / chunkBytes);
+    const last = Math.floor(end / chunkBytes);
     for (let index = first; index <= last; index++) {
       const [chunk] = await store.readArtifactChunks(artifactId, index, index);
       // Deleted while it was being read: the answer ends short, which the charger's size check catches.
       if (!chunk) throw new Error(`artifact ${artifactId} lost chunk ${index} while it was served`);
-      const base = index * ARTIFACT_CHUNK_BYTES;
+      const base = index * chunkBytes;
       const from = Math.max(start - base, 0);
       const to = Math.min(end - base + 1, chunk.length);
       yield from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to);
@@ -87,7 +89,7 @@ export function createArtifactDownloads(deps: {
       }
       const [start, end] =
         decision.kind === 'partial' ? [decision.start, decision.end] : [0, artifact.size - 1];
-      const body = chunkStream(deps.store, artifactId, start, end);
+      const body = chunkStream(deps.store, artifact, start, end);
       active += 1;
       body.once('close', () => {
         active -= 1;

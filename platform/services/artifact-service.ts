@@ -146,6 +146,7 @@ export function createArtifactService(deps: ArtifactServiceDeps) {
         version: query.version,
         target: query.target ?? '',
         signature: checked,
+        chunk_bytes: ARTIFACT_CHUNK_BYTES,
         created_ms: deps.now(),
       });
       if (begun === 'duplicate') {

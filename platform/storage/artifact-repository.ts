@@ -2,8 +2,8 @@ import type { ArtifactKind } from '../../shared/index.js';
 import type { Page } from './page.js';
 
 /**
- * Update artifacts (DESIGN.md §19): an operator's files, stored in the database in chunks of
- * `ARTIFACT_CHUNK_BYTES` (both backends), so that every instance serves every artifact and a range read touches
+ * Update artifacts (DESIGN.md §19): an operator's files, stored in the database in chunks of the artifact's
+ * `chunk_bytes` (both backends), so that every instance serves every artifact and a range read touches
  * only its chunks. An upload is written chunk by chunk while it arrives and becomes visible only once finished.
  */
 export interface ArtifactRow {
@@ -20,12 +20,14 @@ export interface ArtifactRow {
   /** The OEM's Ed25519 signature of the manifest, base64 (shared/artifact-manifest.ts). */
   signature: string;
   status: 'uploading' | 'ready';
+  /** The size of its chunks (every one but the last): ARTIFACT_CHUNK_BYTES when it was stored. */
+  chunk_bytes: number;
   created_ms: number;
 }
 
 export type NewArtifact = Pick<
   ArtifactRow,
-  'artifact_id' | 'operator_id' | 'kind' | 'version' | 'target' | 'signature' | 'created_ms'
+  'artifact_id' | 'operator_id' | 'kind' | 'version' | 'target' | 'signature' | 'chunk_bytes' | 'created_ms'
 >;
 
 export interface ArtifactRepository {
@@ -34,7 +36,7 @@ export interface ArtifactRepository {
    * has a ready or uploading artifact of this kind, version and target (a release is uploaded once).
    */
   beginArtifact(row: NewArtifact): Promise<'ok' | 'duplicate'>;
-  /** Stores chunk `index` (0-based) of an uploading artifact; every chunk but the last is `ARTIFACT_CHUNK_BYTES`. */
+  /** Stores chunk `index` (0-based) of an uploading artifact; every chunk but the last is `chunk_bytes`. */
   putArtifactChunk(artifactId: string, index: number, data: Buffer): Promise<void>;
   /** Marks the upload ready with what the platform measured; undefined when it is gone (deleted meanwhile). */
   finishArtifact(

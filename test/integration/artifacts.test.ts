@@ -294,6 +294,7 @@ describe('uploads an instance abandoned', () => {
         version,
         target: '',
         signature: `${'A'.repeat(86)}==`,
+        chunk_bytes: ARTIFACT_CHUNK_BYTES,
         created_ms,
       });
       await tp.store.putArtifactChunk(artifact_id, 0, Buffer.from('partial'));

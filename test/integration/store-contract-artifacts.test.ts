@@ -32,6 +32,7 @@ describe.each(BACKENDS)('artifact repository on %s', (backend) => {
       version: '1.0.0',
       target: '',
       signature: SIGNATURE,
+      chunk_bytes: 16,
       created_ms: T0,
       ...extra,
     };

@@ -3,7 +3,7 @@ import { pageOffset } from '../page.js';
 import type { PgDatabase } from './database.js';
 
 const COLUMNS =
-  'artifact_id, operator_id, kind, version, target, sha256, size, signature, status, created_ms';
+  'artifact_id, operator_id, kind, version, target, sha256, size, signature, status, chunk_bytes, created_ms';
 
 /** Update artifacts (DESIGN.md §19) on PostgreSQL: a row per artifact, a BYTEA per chunk. */
 export function createPgArtifacts(db: PgDatabase): ArtifactRepository {
@@ -18,9 +18,18 @@ export function createPgArtifacts(db: PgDatabase): ArtifactRepository {
     async beginArtifact(row) {
       // The release's unique index: nothing inserted when the operator has it already.
       const inserted = await db.query(
-        `INSERT INTO artifacts (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, '', 0, $6, 'uploading', $7)
+        `INSERT INTO artifacts (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, '', 0, $6, 'uploading', $7, $8)
          ON CONFLICT (operator_id, kind, version, target) DO NOTHING RETURNING 1`,
-        [row.artifact_id, row.operator_id, row.kind, row.version, row.target, row.signature, row.created_ms],
+        [
+          row.artifact_id,
+          row.operator_id,
+          row.kind,
+          row.version,
+          row.target,
+          row.signature,
+          row.chunk_bytes,
+          row.created_ms,
+        ],
       );
       return inserted.length === 1 ? 'ok' : 'duplicate';
     },

@@ -320,7 +320,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE firmware_status ADD COLUMN report_id TEXT;
   CREATE UNIQUE INDEX firmware_status_report ON firmware_status(device_id, report_id);
   `,
-  // 9: updates (campaigns), as SQLite's migration 12; ids in byte order in the newest-first index.
+  // 9: updates (campaigns), as SQLite's migration 12 (artifacts' chunk size too); ids in byte order in the
+  // newest-first index.
   `
   CREATE TABLE updates (
     update_id TEXT PRIMARY KEY,
@@ -359,5 +360,6 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX update_devices_by_device ON update_devices(device_id);
   CREATE INDEX firmware_status_by_update ON firmware_status(update_id, device_id, ts_ms) WHERE update_id IS NOT NULL;
+  ALTER TABLE artifacts ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 1048576;
   `,
 ];

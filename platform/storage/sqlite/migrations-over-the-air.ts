@@ -42,7 +42,8 @@ export const UPDATE_MIGRATIONS: readonly string[] = [
   // 12: updates (campaigns, storage/update-repository.ts): the update and each of its chargers. No foreign key
   // to the artifact (a finished update outlives its artifact: kind and version are kept on the row). The gate
   // finds open updates through a partial index, a charger's updates through its own, and the latest report of
-  // each charger about an update through firmware_status_by_update.
+  // each charger about an update through firmware_status_by_update. Artifacts record their chunk size: those
+  // stored before it was recorded have chunks of 1 MiB, new ones smaller (shared/artifact-manifest.ts).
   `
   CREATE TABLE updates (
     update_id TEXT PRIMARY KEY,
@@ -81,5 +82,6 @@ export const UPDATE_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX update_devices_by_device ON update_devices(device_id);
   CREATE INDEX firmware_status_by_update ON firmware_status(update_id, device_id, ts_ms) WHERE update_id IS NOT NULL;
+  ALTER TABLE artifacts ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 1048576;
   `,
 ];
