@@ -56,11 +56,7 @@ describe('parseBundleManifest', () => {
       pkg({ nodeLines: [24], target: null }),
       { version: '1.0.1', nodeLines: [24], target: null },
     ],
-    [
-      'no version',
-      pkg({ nodeLines: [24], target: X64 }, null),
-      { error: expect.stringMatching(/version/) },
-    ],
+    ['no version', pkg({ nodeLines: [24], target: X64 }, null), { error: expect.stringMatching(/version/) }],
     [
       'a version with a slash',
       pkg({ nodeLines: [24], target: X64 }, '../x'),
