@@ -59,6 +59,7 @@ function runAgent(
   state: Launcher,
   args: readonly string[],
   trial: TrialFile | undefined,
+  logged?: { version: string; trial: boolean },
 ): Promise<{ code: number; killedAtDeadline: boolean }> {
   const entry = path.join(state.layout.prefix, 'current', 'charger-agent.mjs');
   const child = spawn('node', [...process.execArgv, entry, ...args], {
@@ -66,6 +67,7 @@ function runAgent(
     env: { ...process.env, [PREFIX_ENV]: state.layout.prefix },
   });
   state.child = child;
+  if (logged !== undefined) log('info', 'started the agent', { ...logged, pid: child.pid });
   let killedAtDeadline = false;
   let timer: NodeJS.Timeout | undefined;
   const arm = () => {
@@ -118,8 +120,11 @@ async function supervise(state: Launcher, args: readonly string[]): Promise<numb
     if (state.stopping) return 0;
     const trial = readTrialFile(layout, warn);
     const ranVersion = currentVersion(layout) ?? '';
-    log('info', 'starting the agent', { version: ranVersion, trial: trial?.to_version === ranVersion });
-    const ran = await runAgent(state, args, trial?.to_version === ranVersion ? trial : undefined);
+    const inTrial = trial?.to_version === ranVersion;
+    const ran = await runAgent(state, args, inTrial ? trial : undefined, {
+      version: ranVersion,
+      trial: inTrial,
+    });
     const now = Date.now();
     const after = readTrialFile(layout, warn);
     const next = afterExit({
