@@ -11,7 +11,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ARTIFACT_NAME } from '../../shared/artifact-manifest.js';
-import { checkBundle, parseBundleManifest } from '../core/release-checks.js';
+import { type BundleTarget, checkBundle, parseBundleManifest } from '../core/release-checks.js';
 import {
   newTrial,
   RESTART_EXIT_CODE,
@@ -112,10 +112,23 @@ export async function stageRelease(layout: ReleaseLayout, input: StageInput): Pr
   const running = runningTarget(layout, pre.from);
   if (running === undefined)
     return { ok: false, reason: `the running release ${pre.from} has no readable package.json` };
-
-  mkdirSync(releasesDir(layout), { recursive: true });
   const staging = path.join(releasesDir(layout), `.staging-${path.basename(tempName(input.version))}`);
-  mkdirSync(staging);
+  try {
+    return await stageSteps(layout, input, { from: pre.from, target: running.target, staging });
+  } catch (error) {
+    // A failing disk or file system: undo whatever this call made, and say why (never a crash of the agent).
+    undoStaging(layout, staging, input.version, pre.from);
+    return { ok: false, reason: `cannot stage the release: ${(error as Error).message}` };
+  }
+}
+
+async function stageSteps(
+  layout: ReleaseLayout,
+  input: StageInput,
+  at: { from: string; target: BundleTarget | null; staging: string },
+): Promise<StageResult> {
+  const { staging } = at;
+  mkdirSync(staging, { recursive: true });
   const refuse = (reason: string): StageResult => {
     rmSync(staging, { recursive: true, force: true });
     return { ok: false, reason };
@@ -125,7 +138,7 @@ export async function stageRelease(layout: ReleaseLayout, input: StageInput): Pr
   const fits = checkBundle(unpacked.manifest, {
     version: input.version,
     nodeVersion: process.versions.node,
-    runningTarget: running.target,
+    runningTarget: at.target,
   });
   if (!fits.ok) return refuse(fits.reason);
   killPoint('stage-unpacked');
@@ -142,7 +155,7 @@ export async function stageRelease(layout: ReleaseLayout, input: StageInput): Pr
 
   const trial = newTrial({
     ...input.trial,
-    from_version: pre.from,
+    from_version: at.from,
     to_version: input.version,
     healthSeconds: input.healthSeconds,
     now: input.now,
@@ -152,6 +165,19 @@ export async function stageRelease(layout: ReleaseLayout, input: StageInput): Pr
   pointCurrentAt(layout, input.version);
   killPoint('stage-swapped');
   return { ok: true };
+}
+
+/** After an unexpected error while staging: back to the old release alone, as far as the disk allows. */
+function undoStaging(layout: ReleaseLayout, staging: string, version: string, from: string): void {
+  try {
+    rmSync(staging, { recursive: true, force: true });
+    if (currentVersion(layout) !== from) pointCurrentAt(layout, from);
+    if (readTrialFile(layout)?.to_version === version) removeDurably(trialFile(layout));
+    removeDurably(snapshotFile(layout));
+    removeRelease(layout, version);
+  } catch {
+    // What is left is what a power cut would leave: the launcher's repair tidies it before the next start.
+  }
 }
 
 export function readTrial(layout: ReleaseLayout): TrialRecord | undefined {
