@@ -307,6 +307,8 @@ export function buildCli(): Command {
   const program = new Command('charger-agent')
     .description('The on-charger agent of the charger platform')
     .version(AGENT_VERSION)
+    // The program's own --version only before a subcommand: `install --version V` is install's.
+    .enablePositionalOptions()
     .exitOverride();
   program
     .command('run')

@@ -128,6 +128,12 @@ describe('charger-agent install', () => {
       { version: '1.0.1', current: false },
       { version: '1.0.2', current: true },
     ]);
+    const wrongVersion = await runCli(
+      ['install', '--bundle', archives.v100 ?? '', '--prefix', prefix, '--version', '1.0.9'],
+      { script: AGENT_CLI },
+    );
+    expect(wrongVersion.code).toBe(1);
+    expect(wrongVersion.stderr).toContain('install: the bundle is version 1.0.0, not 1.0.9');
     const again = await installRelease(archives.v102 ?? '', prefix);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('install: 1.0.2 is already installed and current');
@@ -368,6 +374,9 @@ describe('stageRelease refusals leave everything as it was', () => {
       reason: 'a trial of another release is under way',
     });
     expect(readTrial({ prefix })?.to_version).toBe('1.0.1');
+    const install = await installRelease(archives.v102 ?? '', prefix);
+    expect(install.code).toBe(1);
+    expect(install.stderr).toContain('install: a trial is under way: let it commit or roll back first');
   });
 
   it('outside an A/B install', async () => {
