@@ -101,19 +101,22 @@ export function rollBack(
     });
   }
   killPoint('rollback-decided');
-  const decided = trial.rollback?.reason ?? reason;
+  const notes = [trial.rollback?.reason ?? reason];
+  // Someone deleted the old release by hand: there is nothing to go back to, so the new one stays, untouched.
+  const canGoBack = existsSync(releaseDir(layout, trial.from_version));
   const snapshot = snapshotFile(layout);
-  const storeRestored = dataDir !== undefined && existsSync(snapshot);
+  const storeRestored = canGoBack && dataDir !== undefined && existsSync(snapshot);
   if (storeRestored) restoreStore(snapshot, dataDir);
+  else if (!canGoBack) notes.push(`the release ${trial.from_version} is gone: ${trial.to_version} kept`);
+  else
+    notes.push(
+      `the store was not restored (${dataDir === undefined ? 'no data directory known' : 'no snapshot'})`,
+    );
   killPoint('rollback-store-restored');
-  pointCurrentAt(layout, trial.from_version);
+  if (canGoBack) pointCurrentAt(layout, trial.from_version);
   killPoint('rollback-swapped');
   const { rollback: _decided, ...record } = trial;
-  const outcome = rollbackOutcome(
-    record,
-    storeRestored ? decided : `${decided}; the store was not restored (no data directory known)`,
-    now,
-  );
+  const outcome = rollbackOutcome(record, notes.join('; '), now);
   writeJsonAtomic(rollbackFile(layout), outcome);
   killPoint('rollback-recorded');
   removeDurably(trialFile(layout));

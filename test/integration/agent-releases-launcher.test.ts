@@ -114,6 +114,11 @@ describe('charger-agent install', () => {
     expect(statSync(bin).mode & 0o111).not.toBe(0);
     expect(readFileSync(bin, 'utf8')).toMatch(/^#!\/usr\/bin\/env node\n/);
     expect(readFileSync(bin, 'utf8')).toBe(readFileSync(launcher, 'utf8'));
+    // Small and dependency-free: it is never updated, so it may need nothing but Node's built-ins.
+    const required = [...readFileSync(bin, 'utf8').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]);
+    expect(required.length).toBeGreaterThan(0);
+    expect(required.filter((name) => !name?.startsWith('node:'))).toEqual([]);
+    expect(statSync(bin).size).toBeLessThan(32 * 1024);
     expect(listReleases({ prefix })).toEqual([{ version: '1.0.0', current: true }]);
   });
 

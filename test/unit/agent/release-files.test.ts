@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newTrial, type TrialFile } from '../../../agent/core/release-trial.js';
@@ -129,6 +137,23 @@ describe('repairLayout', () => {
     });
     expect(readFileSync(path.join(data, 'agent.sqlite'), 'utf8')).toBe('live store');
   });
+});
+
+it('a rollback with the old release gone keeps the new one and its store, and says so', () => {
+  pointCurrentAt({ prefix }, '1.0.1');
+  rmSync(path.join(prefix, 'releases', '1.0.0'), { recursive: true });
+  writeFileSync(path.join(prefix, 'store-snapshot.sqlite'), 'before');
+  writeJsonAtomic(
+    path.join(prefix, 'trial.json'),
+    trial({ rollback: { reason: 'exited', decided_at: 'x' } }),
+  );
+  expect(repair()).toMatchObject({
+    kind: 'rolled_back',
+    result: { storeRestored: false, outcome: { reason: 'exited; the release 1.0.0 is gone: 1.0.1 kept' } },
+  });
+  expect(current()).toBe('1.0.1');
+  expect(readFileSync(path.join(data, 'agent.sqlite'), 'utf8')).toBe('live store');
+  expect(readdirSync(path.join(prefix, 'releases'))).toEqual(['1.0.1']);
 });
 
 describe('dataDirFromArgs', () => {
