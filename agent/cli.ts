@@ -5,10 +5,11 @@
  *   charger-agent run --data-dir DIR --platform-url URL [--ca FILE] --sn SN [--model M] [--manufacturer M]
  *                     [--firmware V] [--hal simulated|MODULE_PATH] [--connectors N] [--v2g] [--config FILE]
  *                     [--client-cert FILE --client-key FILE] [--update-key FILE ...]
- *   charger-agent status    --data-dir DIR [--json]
+ *   charger-agent status    --data-dir DIR [--json] [--prefix DIR]
  *   charger-agent diag      --data-dir DIR [--json] [--timeout SECONDS]
  *   charger-agent schedules --data-dir DIR [--json]
  *   charger-agent commands  --data-dir DIR [--limit N] [--json]
+ *   charger-agent install   --bundle FILE.tar.gz --prefix DIR [--version V]   (A/B releases, updates/releases.ts)
  *
  * Exit codes of `run`: 0 after SIGTERM/SIGINT and a clean shutdown; 1 unexpected failure; 2 usage or
  * configuration error; 3 the platform refuses this charger's identity (409 already registered, 403 not on the
@@ -235,14 +236,18 @@ async function storeFor(name: string, options: TechOptions) {
   process.exit(code);
 }
 
-async function status(options: TechOptions): Promise<void> {
-  const [{ collectStatus, statusExitCode }, { renderStatus }] = await Promise.all([
-    import('./technician/status.js'),
-    import('./technician/render-status.js'),
-  ]);
+async function status(options: TechOptions & { prefix?: string }): Promise<void> {
+  const [{ collectStatus, statusExitCode }, { renderStatus }, { collectReleases, releaseLayoutFor }] =
+    await Promise.all([
+      import('./technician/status.js'),
+      import('./technician/render-status.js'),
+      import('./technician/release-status.js'),
+    ]);
   const store = await storeFor('status', options);
   const report = collectStatus(store, { dataDir: options.dataDir });
   store.close();
+  const layout = releaseLayoutFor(options.prefix && path.resolve(options.prefix));
+  if (layout !== undefined) report.releases = collectReleases(layout);
   await finish(options.json ? asJson(report) : renderStatus(report), statusExitCode(report.state));
 }
 
@@ -286,10 +291,24 @@ async function commands(options: TechOptions & { limit?: string }): Promise<void
   await finish(options.json ? asJson(report) : renderCommands(report), TECH_EXIT.ok);
 }
 
+async function install(options: { bundle: string; prefix: string; version?: string }): Promise<void> {
+  const { installBundle } = await import('./updates/release-install.js');
+  const result = await installBundle(options);
+  if (!result.ok) fail(`install: ${result.reason}`, EXIT_FAILURE);
+  const launcher = path.join(path.resolve(options.prefix), 'bin', 'charger-agent');
+  const previous = result.previous === undefined ? '' : ` (previous: ${result.previous})`;
+  await finish(
+    `installed ${result.version} as the current release${previous}; run it with ${launcher} run ...\n`,
+    EXIT_OK,
+  );
+}
+
 export function buildCli(): Command {
   const program = new Command('charger-agent')
     .description('The on-charger agent of the charger platform')
     .version(AGENT_VERSION)
+    // The program's own --version only before a subcommand: `install --version V` is install's.
+    .enablePositionalOptions()
     .exitOverride();
   program
     .command('run')
@@ -328,8 +347,9 @@ export function buildCli(): Command {
     )
     .requiredOption(dataDir, dataDirHelp)
     .option('--json', 'machine-readable output')
+    .option('--prefix <dir>', 'the A/B install to show releases of (default: the launcher’s)')
     .addHelpText('after', exitCodes)
-    .action((options: TechOptions) => status(absolute(options)));
+    .action((options: TechOptions & { prefix?: string }) => status(absolute(options)));
   program
     .command('diag')
     .description('check store, configuration, DNS, TCP, TLS, token, round trip, clock, disk and logs')
@@ -353,6 +373,15 @@ export function buildCli(): Command {
     .option('--limit <n>', 'how many entries', '20')
     .option('--json', 'machine-readable output')
     .action((options: TechOptions & { limit?: string }) => commands(absolute(options)));
+  program
+    .command('install')
+    .description(
+      'lay out an A/B install from a bundle archive: DIR/releases/<version>, DIR/current, DIR/bin/charger-agent',
+    )
+    .requiredOption('--bundle <file>', 'the bundle archive (npm run build:agent -- --archive FILE)')
+    .requiredOption('--prefix <dir>', 'the install directory, e.g. /opt/charger-agent')
+    .option('--version <v>', 'refuse the bundle unless it is this version')
+    .action((options: { bundle: string; prefix: string; version?: string }) => install(options));
   return program;
 }
 

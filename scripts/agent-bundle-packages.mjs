@@ -24,6 +24,13 @@ const ALLOWED_PACKAGES = new Set([
   'real-require',
   'process-warning',
   'fast-redact',
+  // tar and its dependencies unpack a release (agent/updates/release-unpack.ts), in a chunk of their own.
+  'tar',
+  'minipass',
+  'minizlib',
+  '@isaacs/fs-minipass',
+  'chownr',
+  'yallist',
 ]);
 /** Dependencies of better-sqlite3 that are only needed to build it from source (C++ headers), not to run it. */
 const INSTALL_ONLY = new Set(['node-addon-api']);

@@ -6,6 +6,7 @@
  *
  *   DIR (default dist-agent/)
  *   ├── charger-agent.mjs            launcher (the `bin`): node DIR/charger-agent.mjs run|status|diag|...
+ *   ├── charger-agent-launcher.cjs   the A/B launcher, copied to PREFIX/bin/charger-agent by `install`
  *   │                                (checks the Node line and the target before it loads the agent)
  *   ├── agent/charger-agent.mjs      agent/ + shared/ + zod, undici, pino, commander, bundled by esbuild; the
  *   │                                technician commands in chunks beside it (agent/*-HASH.mjs), loaded on use
@@ -52,6 +53,7 @@ import { writeAgentArchive } from './agent-archive.mjs';
 import { withoutHttp2, writeCompactSources } from './agent-bundle-footprint.mjs';
 import { parseOptions, TARGETS } from './agent-bundle-options.mjs';
 import { assertInputs, createPackageCopier, licenseText } from './agent-bundle-packages.mjs';
+import { buildLauncher } from './agent-launcher.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -192,6 +194,10 @@ await import('./agent/charger-agent.mjs');
 `,
 );
 chmodSync(launcher, 0o755);
+
+const abLauncher = path.join(OUT, 'charger-agent-launcher.cjs');
+await buildLauncher(ROOT, abLauncher);
+chmodSync(abLauncher, 0o755);
 
 const { copyPackage, copied } = createPackageCopier(options);
 copyPackage('better-sqlite3', ROOT);

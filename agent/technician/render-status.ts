@@ -14,6 +14,7 @@ import {
   when,
 } from './format.js';
 import { describeMode } from './policy.js';
+import { releaseFields } from './release-status.js';
 import type { CommandSummary, ConnectorStatus, noStoreReport, StatusReport, StatusState } from './status.js';
 import { printableLines } from './terminal-text.js';
 
@@ -122,6 +123,7 @@ export function renderStatus(r: StatusReport): string {
       ['Token', token],
       ['Clock skew', skew],
       ['Outbox', outboxLine(r, now)],
+      ...(r.releases ? releaseFields(r.releases, now) : []),
       [
         'Last error',
         r.last_error

@@ -20,6 +20,7 @@ import { duration, relative, signedSeconds } from './format.js';
 import { type LimitReport, limitReport } from './limit-report.js';
 import { type ConnectorPolicyView, connectorPolicy } from './policy.js';
 import { type AgentProcessState, agentProcessState, isAgentProcessAlive, TECH_EXIT } from './read-store.js';
+import type { ReleasesReport } from './release-status.js';
 
 export type StatusState = 'healthy' | 'degraded' | 'not_registered' | 'no_store';
 
@@ -97,6 +98,8 @@ export interface StatusReport {
     dropped: Record<OutboxKind, number>;
   };
   recent_commands: CommandSummary[];
+  /** The A/B install the agent runs from (under the launcher, or `--prefix`); absent otherwise. */
+  releases?: ReleasesReport;
 }
 
 export function commandSummary(entry: JournalEntry): CommandSummary {
