@@ -13,6 +13,7 @@ import type {
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ArtifactRepository } from './artifact-repository.js';
 import type { ClientRepository } from './client-repository.js';
+import type { CommandRow, NewCommand } from './command-types.js';
 import type { DeviceRepository, DeviceVersions } from './device-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { ClientEntry, DeviceEntry } from './directory-rows.js';
@@ -41,27 +42,6 @@ export type ConnectorRow = StoredMeasurements & {
   state: string | null;
   last_telemetry_ms: number | null;
 };
-export interface CommandRow {
-  command_id: string;
-  device_id: string;
-  command: CommandName;
-  params: Record<string, unknown>;
-  status: CommandStatus;
-  expiry_ms: number;
-  created_ms: number;
-  updated_ms: number;
-  control_id: string | null;
-  client_id: string | null;
-  reason: string | null;
-}
-export interface NewCommand {
-  device_id: string;
-  command: CommandName;
-  params: Record<string, unknown>;
-  expiry_ms: number;
-  control_id?: string;
-  client_id?: string;
-}
 export interface ControlRow {
   control_id: string;
   client_id: string;
@@ -293,6 +273,7 @@ export type {
   ClientSummary,
   StoredClientRotation,
 } from './client-repository.js';
+export type { CommandRow, NewCommand } from './command-types.js';
 export type {
   DeviceRepository,
   DeviceRow,

@@ -1,7 +1,7 @@
 import type { ArtifactKind, CommandStatus, UpdateDeviceState, UpdateStatus } from '../../shared/index.js';
 import type { RolloutSettings } from '../domain/update-rollout.js';
+import type { CommandRow, NewCommand } from './command-types.js';
 import type { Page } from './page.js';
-import type { CommandRow, NewCommand } from './store.js';
 
 /**
  * Updates (campaigns, DESIGN.md §19): an artifact rolled out to an operator's chargers in batches. The update
