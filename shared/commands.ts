@@ -69,6 +69,8 @@ export const UpdateParams = z.object({
   signature: z.string(),
   install: z.enum(UPDATE_INSTALL_MODES),
   window: z.optional(UpdateWindowParams),
+  /** The update's health time (rollout.health_seconds): an agent release on trial commits within it or goes back. */
+  health_seconds: z.optional(z.int().check(z.minimum(0), z.maximum(86_400))),
 });
 
 export const CommandParams = {

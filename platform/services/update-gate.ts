@@ -35,7 +35,7 @@ export interface UpdateGateDeps {
 
 /** The `update` command's params (shared/commands.ts `UpdateParams`): the signed manifest and how to install. */
 export function updateCommandParams(
-  update: Pick<UpdateRow, 'update_id' | 'install' | 'window'>,
+  update: Pick<UpdateRow, 'update_id' | 'install' | 'window' | 'rollout'>,
   artifact: ArtifactRow,
   timezone: string,
 ): Record<string, unknown> {
@@ -49,6 +49,7 @@ export function updateCommandParams(
     size: artifact.size,
     signature: artifact.signature,
     install: update.install,
+    health_seconds: update.rollout.health_seconds,
   };
   if (update.window) params.window = { ...update.window, timezone };
   return params;

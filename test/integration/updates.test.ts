@@ -151,6 +151,7 @@ describe('an agent release rolled out in batches', () => {
         size: artifact.size,
         signature: artifact.signature,
         install: 'when_idle',
+        health_seconds: HEALTH_SECONDS,
       },
     });
     expect(await second[0]!.heartbeat()).toEqual([]);
