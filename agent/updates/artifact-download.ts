@@ -54,10 +54,14 @@ export interface DownloadRequest {
   reported?: number;
 }
 
+/**
+ * `failed`: the download cannot succeed (no disk, no such artifact, a refusal); `size_mismatch`: the platform's
+ * file is not the manifest's size — the artifact does not match its manifest, as a checked file would show;
+ * `aborted`: the agent stops, the part file stays for the next start.
+ */
 export type DownloadResult =
   | { ok: true; file: string }
-  | { ok: false; reason: string }
-  | { ok: false; aborted: true; reason: string };
+  | { ok: false; kind: 'failed' | 'size_mismatch' | 'aborted'; reason: string };
 
 export function artifactFiles(dir: string, artifactId: string): { part: string; file: string } {
   const file = path.join(dir, artifactId);
@@ -79,7 +83,15 @@ function rangeStartOf(answer: ArtifactBody): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
-class Oversized extends Error {}
+class SizeMismatch extends Error {}
+
+/** The whole file's size as the answer declares it (Content-Range's total, or a 200's Content-Length). */
+function declaredTotalOf(answer: ArtifactBody): number | undefined {
+  const header = answer.status === 206 ? answer.headers['content-range'] : answer.headers['content-length'];
+  const raw = Array.isArray(header) ? header[0] : header;
+  const match = answer.status === 206 ? /\/(\d+)$/.exec(raw ?? '') : /^(\d+)$/.exec(raw ?? '');
+  return match ? Number(match[1]) : undefined;
+}
 
 /** Appends the answer's body to `part`, counting bytes for progress; refuses bytes past `size`. */
 async function appendBody(answer: ArtifactBody, part: string, from: number, req: DownloadRequest) {
@@ -89,7 +101,7 @@ async function appendBody(answer: ArtifactBody, part: string, from: number, req:
     transform(chunk: Buffer, _encoding, done) {
       bytes += chunk.length;
       if (bytes > req.size) {
-        done(new Oversized(`the platform sent more than the manifest's ${req.size} bytes`));
+        done(new SizeMismatch(`the platform sent more than the manifest's ${req.size} bytes`));
         return;
       }
       const step = progressToReport(reported, bytes, req.size);
@@ -108,7 +120,9 @@ async function appendBody(answer: ArtifactBody, part: string, from: number, req:
 }
 
 /** How a request ended when it did not throw (a throw is retried after a backoff). */
-type Attempt = { done: true } | { done: false; restart?: boolean; fail?: string };
+type Attempt =
+  | { done: true }
+  | { done: false; restart?: boolean; fail?: { kind: 'failed' | 'size_mismatch'; reason: string } };
 
 /** One request: what it appended and what to do next. */
 async function attempt(req: DownloadRequest, part: string, from: number): Promise<Attempt> {
@@ -121,21 +135,31 @@ async function attempt(req: DownloadRequest, part: string, from: number): Promis
   } catch (error) {
     if (!isPlatformError(error)) throw error;
     if (error.status === 416) return { done: false, restart: true }; // our part file is not a prefix of theirs
-    if (error.kind === 'not_found')
-      return { done: false, fail: `the platform has no such artifact for this charger (${error.message})` };
-    if (!error.retryable && error.kind !== 'unauthorized') return { done: false, fail: error.message };
+    if (error.kind === 'not_found') {
+      const reason = `the platform has no such artifact for this charger (${error.message})`;
+      return { done: false, fail: { kind: 'failed', reason } };
+    }
+    if (!error.retryable && error.kind !== 'unauthorized')
+      return { done: false, fail: { kind: 'failed', reason: error.message } };
     throw error;
   }
   if (from > 0 && answer.status === 206 && rangeStartOf(answer) !== from) {
     answer.body.destroy();
     return { done: false, restart: true };
   }
+  const total = declaredTotalOf(answer);
+  if (total !== undefined && total !== req.size) {
+    answer.body.destroy();
+    const reason = `the platform's file has ${total} bytes, the manifest says ${req.size}`;
+    return { done: false, fail: { kind: 'size_mismatch', reason } };
+  }
   // A 200 to a range request: the file changed or the server ignores ranges; the whole file comes again.
   const start = answer.status === 206 ? from : 0;
   try {
     await appendBody(answer, part, start, req);
   } catch (error) {
-    if (error instanceof Oversized) return { done: false, restart: true, fail: error.message };
+    if (error instanceof SizeMismatch)
+      return { done: false, fail: { kind: 'size_mismatch', reason: error.message } };
     throw error;
   }
   if ((await sizeOf(part)) !== req.size) throw new Error('the answer ended before the whole file came');
@@ -153,19 +177,20 @@ export async function downloadArtifact(req: DownloadRequest): Promise<DownloadRe
   }
   const need = req.size - from + DISK_MARGIN_BYTES;
   const have = await (req.freeSpace ?? freeSpaceOf)(req.dir);
-  if (have < need) return { ok: false, reason: `not enough disk: need ${need} bytes, have ${have}` };
+  if (have < need)
+    return { ok: false, kind: 'failed', reason: `not enough disk: need ${need} bytes, have ${have}` };
 
   const random = req.random ?? Math.random;
   let failures = 0;
   while (from < req.size) {
     if (req.signal?.aborted)
-      return { ok: false, aborted: true, reason: 'download interrupted (the agent stops)' };
+      return { ok: false, kind: 'aborted', reason: 'download interrupted (the agent stops)' };
     try {
       const outcome = await attempt(req, part, from);
       if (outcome.done) break;
       if (outcome.fail !== undefined) {
         await fs.rm(part, { force: true });
-        return { ok: false, reason: outcome.fail };
+        return { ok: false, ...outcome.fail };
       }
       if (outcome.restart) await fs.rm(part, { force: true });
     } catch (error) {

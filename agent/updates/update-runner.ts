@@ -175,7 +175,9 @@ export function createUpdateRunner(options: UpdateRunnerOptions): UpdateRunner {
       move(update, 'downloaded', { progress: 100 });
       return true;
     }
-    if (!('aborted' in result)) move(update, 'download_failed', { message: result.reason });
+    // A file that is not the manifest's size would fail its check: say so without downloading it whole.
+    if (result.kind === 'size_mismatch') move(update, 'invalid_signature', { message: result.reason });
+    else if (result.kind === 'failed') move(update, 'download_failed', { message: result.reason });
     return false;
   }
 

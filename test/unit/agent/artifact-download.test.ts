@@ -122,6 +122,7 @@ describe('artifact download over HTTPS', () => {
     const result = await downloadArtifact(request({ freeSpace: async () => 1000 }));
     expect(result).toEqual({
       ok: false,
+      kind: 'failed',
       reason: `not enough disk: need ${SIZE + DISK_MARGIN_BYTES} bytes, have 1000`,
     });
     expect(server.requests).toEqual([]);
@@ -144,7 +145,11 @@ describe('artifact download over HTTPS', () => {
 
   it('fails when the platform sends more bytes than the manifest says', async () => {
     const result = await downloadArtifact(request({ size: SIZE - 10 }));
-    expect(result).toMatchObject({ ok: false, reason: expect.stringMatching(/more than the manifest/) });
+    expect(result).toMatchObject({
+      ok: false,
+      kind: 'size_mismatch',
+      reason: expect.stringMatching(/manifest says/),
+    });
     expect(existsSync(artifactFiles(dir, 'art-1').part)).toBe(false);
   });
 
@@ -158,7 +163,7 @@ describe('artifact download over HTTPS', () => {
         },
       }),
     );
-    expect(result).toMatchObject({ ok: false, aborted: true });
+    expect(result).toMatchObject({ ok: false, kind: 'aborted' });
     expect(existsSync(artifactFiles(dir, 'art-1').part)).toBe(true);
   });
 });
