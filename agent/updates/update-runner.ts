@@ -233,15 +233,20 @@ export function createUpdateRunner(options: UpdateRunnerOptions): UpdateRunner {
     const installed = await options.runExclusive(() =>
       installFirmware(hal, file, firmwareManifestOf(update.params)),
     );
-    move(update, installed.phase, installed);
-    if (installed.phase === 'install_rebooting') await confirmFirmwareUpdate(update);
+    if (installed.phase === 'install_rebooting') {
+      move(update, installed.phase, installed);
+      await confirmFirmwareUpdate(update);
+      return;
+    }
     await removeFile(update);
+    move(update, installed.phase, installed);
   }
 
+  /** The image is no longer needed whatever the outcome: removed before the final report. */
   async function confirmFirmwareUpdate(update: StoredUpdate): Promise<void> {
     const outcome = await options.runExclusive(() => confirmFirmware(hal, update.params.version));
-    move(update, outcome.phase, outcome);
     await removeFile(update);
+    move(update, outcome.phase, outcome);
   }
 
   async function installAgentUpdate(update: StoredUpdate): Promise<void> {
