@@ -14,7 +14,6 @@
 
 import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { REASON_MAX_LENGTH } from '../../shared/limits.js';
@@ -43,21 +42,13 @@ import {
   downloadArtifact,
   type FreeSpaceReader,
 } from './artifact-download.js';
-import {
-  type AgentReleases,
-  agentUpdateState,
-  confirmFirmware,
-  firmwareManifestOf,
-  type InstallOutcome,
-  installFirmware,
-} from './update-install.js';
+import type { AgentReleases, InstallOutcome } from './update-install.js';
+import { createInstallSteps } from './update-steps.js';
 
 /** How often a waiting install looks again when nothing told it to (a missed event, a window opening). */
 const RECHECK_MS = 60_000;
 /** How often a download waits for the platform link (not registered yet) before trying. */
 const LINK_WAIT_MS = 5_000;
-/** How often a trial release checks whether it is healthy enough to commit. */
-const HEALTH_CHECK_MS = 5_000;
 
 export interface UpdateRunnerOptions {
   store: AgentStore;
@@ -222,99 +213,12 @@ export function createUpdateRunner(options: UpdateRunnerOptions): UpdateRunner {
     return false;
   }
 
-  async function removeFile(update: StoredUpdate): Promise<void> {
-    const { file, part } = artifactFiles(options.dir, update.params.artifact_id);
-    await Promise.all([fs.rm(file, { force: true }), fs.rm(part, { force: true })]);
-  }
-
-  async function installFirmwareUpdate(update: StoredUpdate): Promise<void> {
-    const { file } = artifactFiles(options.dir, update.params.artifact_id);
-    move(update, 'installing', { version: update.params.version });
-    const installed = await options.runExclusive(() =>
-      installFirmware(hal, file, firmwareManifestOf(update.params)),
-    );
-    if (installed.phase === 'install_rebooting') {
-      move(update, installed.phase, installed);
-      await confirmFirmwareUpdate(update);
-      return;
-    }
-    await removeFile(update);
-    move(update, installed.phase, installed);
-  }
-
-  /** The image is no longer needed whatever the outcome: removed before the final report. */
-  async function confirmFirmwareUpdate(update: StoredUpdate): Promise<void> {
-    const outcome = await options.runExclusive(() => confirmFirmware(hal, update.params.version));
-    await removeFile(update);
-    move(update, outcome.phase, outcome);
-  }
-
-  async function installAgentUpdate(update: StoredUpdate): Promise<void> {
-    const releases = options.releases;
-    if (!releases) {
-      move(update, 'install_failed', {
-        message: 'not installed with charger-agent install: no A/B releases',
-      });
-      return;
-    }
-    // Stored before the store is snapshotted: a rollback restores this phase, and the next start settles it.
-    move(update, 'installing', { version: update.params.version });
-    const staged = await releases.stage({
-      archive: artifactFiles(options.dir, update.params.artifact_id).file,
-      version: update.params.version,
-      updateId: update.updateId,
-      commandId: update.commandId,
-      now: clock.now(),
-    });
-    if (!staged.ok) {
-      move(update, 'install_failed', { message: staged.reason });
-      await removeFile(update);
-      return;
-    }
-    await removeFile(update);
-    logger.info(
-      { update_id: update.updateId, version: update.params.version },
-      'restarting into the new release',
-    );
-    options.requestRestart?.();
-  }
-
-  /** At a start after an agent update: report the rollback, or commit this release once healthy. */
-  async function confirmAgentUpdate(update: StoredUpdate): Promise<void> {
-    const releases = options.releases;
-    if (!releases) {
-      move(update, 'install_failed', { message: 'the A/B release layout is gone' });
-      return;
-    }
-    const state = agentUpdateState(
-      releases,
-      { updateId: update.updateId, version: update.params.version },
-      options.runningVersion,
-    );
-    if (state.state === 'rolled_back') {
-      move(update, 'rolled_back', state.outcome);
-      await releases.clearRollback();
-      return;
-    }
-    if (state.state === 'settled') {
-      move(update, state.outcome.phase, state.outcome);
-      return;
-    }
-    // The launcher rolls back if the trial does not commit within its health time; until then, keep checking.
-    while (!abort.signal.aborted) {
-      if (await (options.healthy ?? (async () => true))()) {
-        await releases.commitTrial();
-        move(update, 'installed', { version: options.runningVersion });
-        return;
-      }
-      await sleep(clock, HEALTH_CHECK_MS, abort.signal);
-    }
-  }
+  const steps = createInstallSteps({ options, move, signal: abort.signal });
 
   async function install(update: StoredUpdate): Promise<void> {
     if (!(await awaitInstallTime(update))) return;
-    if (update.params.kind === 'firmware') await installFirmwareUpdate(update);
-    else await installAgentUpdate(update);
+    if (update.params.kind === 'firmware') await steps.installFirmwareUpdate(update);
+    else await steps.installAgentUpdate(update);
   }
 
   /** Runs one update from its stored phase to its end (or until the agent stops). */
@@ -336,9 +240,9 @@ export function createUpdateRunner(options: UpdateRunnerOptions): UpdateRunner {
       case 'schedule_install':
         return install(update);
       case 'confirm_firmware':
-        return confirmFirmwareUpdate(update);
+        return steps.confirmFirmwareUpdate(update);
       case 'confirm_agent':
-        return confirmAgentUpdate(update);
+        return steps.confirmAgentUpdate(update);
       case 'none':
         return;
     }
