@@ -102,7 +102,8 @@ export async function startArtifactServer(dir: string): Promise<ArtifactServer> 
     const cut = faults.cutAfterBytes;
     if (cut !== undefined && cut < body.length) {
       faults.cutAfterBytes = undefined;
-      res.write(body.subarray(0, cut), () => setTimeout(() => res.socket?.destroy(), 20));
+      // A graceful close (FIN), not a reset: a reset may discard bytes the client has not read yet.
+      res.write(body.subarray(0, cut), () => setTimeout(() => res.socket?.end(), 20));
       return;
     }
     res.end(body);
