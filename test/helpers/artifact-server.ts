@@ -24,6 +24,8 @@ export interface ArtifactServerFaults {
   rateLimited?: { times: number; retryAfterSeconds: number };
   /** Ignore Range headers and always send the whole file with 200. */
   ignoreRanges?: boolean;
+  /** Send this many body bytes of the next answer, then nothing more (the connection stays open; once). */
+  stallAfterBytes?: number;
 }
 
 export interface ArtifactServer {
@@ -98,6 +100,12 @@ export async function startArtifactServer(dir: string): Promise<ArtifactServer> 
         'content-length': String(body.length),
         etag,
       });
+    }
+    const stall = faults.stallAfterBytes;
+    if (stall !== undefined && stall < body.length) {
+      faults.stallAfterBytes = undefined;
+      res.write(body.subarray(0, stall));
+      return;
     }
     const cut = faults.cutAfterBytes;
     if (cut !== undefined && cut < body.length) {
