@@ -40,13 +40,18 @@ export function isFinalPhase(phase: UpdatePhase): boolean {
   return FINAL_PHASES.includes(phase);
 }
 
-/** Which phases may follow each phase. `downloading` repeats (progress); `install_scheduled` repeats (a new reason). */
+/**
+ * Which phases may follow each phase (the runner refuses any other move). `downloading` repeats (progress);
+ * `install_scheduled` repeats (a new reason).
+ */
 const NEXT: Record<UpdatePhase, readonly UpdatePhase[]> = {
   download_scheduled: ['downloading', 'download_failed'],
-  downloading: ['downloading', 'downloaded', 'download_failed'],
+  // invalid_signature: the platform's file is not the manifest's size (known before it is whole).
+  downloading: ['downloading', 'downloaded', 'download_failed', 'invalid_signature'],
   downloaded: ['signature_verified', 'invalid_signature', 'download_failed'],
-  signature_verified: ['install_scheduled', 'installing'],
-  install_scheduled: ['install_scheduled', 'installing'],
+  // install_failed: what would install it is gone (no A/B layout, a manifest no longer trusted).
+  signature_verified: ['install_scheduled', 'installing', 'install_failed'],
+  install_scheduled: ['install_scheduled', 'installing', 'install_failed'],
   installing: [
     'install_rebooting',
     'installed',

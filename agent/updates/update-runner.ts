@@ -26,6 +26,7 @@ import {
   type UpdateTargetContext,
 } from '../core/update-manifest.js';
 import {
+  canMove,
   commandOutcomeOf,
   FINAL_PHASES,
   firmwareReportOf,
@@ -109,6 +110,9 @@ export function createUpdateRunner(options: UpdateRunnerOptions): UpdateRunner {
     phase: UpdatePhase,
     extra: Omit<InstallOutcome, 'phase'> & { progress?: number } = {},
   ) {
+    // A move the rules do not allow is a bug: the update stays where it was, and the log says why.
+    if (!canMove(update.phase, phase))
+      throw new Error(`update ${update.updateId}: ${update.phase} → ${phase}`);
     const at = iso(clock.now());
     const report = firmwareReportOf({
       updateId: update.updateId,
@@ -223,29 +227,21 @@ export function createUpdateRunner(options: UpdateRunnerOptions): UpdateRunner {
 
   /** Runs one update from its stored phase to its end (or until the agent stops). */
   async function carry(update: StoredUpdate): Promise<void> {
+    const step = resumeStepOf(update.phase, update.params.kind === 'agent' ? 'agent' : 'firmware');
+    // An install under way is confirmed whatever else changed: it may have happened.
+    if (step === 'confirm_firmware') return steps.confirmFirmwareUpdate(update);
+    if (step === 'confirm_agent') return steps.confirmAgentUpdate(update);
+    if (step === 'none') return;
     const manifest = manifestOf(update.params);
     if (!manifest) {
-      move(update, 'download_failed', { message: 'the stored manifest is no longer acceptable' });
+      // The keys or the charger changed since the update was accepted (a restart with other --update-key).
+      const failed = step === 'schedule_install' ? 'install_failed' : 'download_failed';
+      move(update, failed, { message: 'the update is no longer acceptable to this charger' });
       return;
     }
-    const kind = manifest.kind;
-    switch (resumeStepOf(update.phase, kind)) {
-      case 'download':
-        if (!(await download(update))) return;
-        if (!(await verify(update, manifest))) return;
-        return install(update);
-      case 'verify':
-        if (!(await verify(update, manifest))) return;
-        return install(update);
-      case 'schedule_install':
-        return install(update);
-      case 'confirm_firmware':
-        return steps.confirmFirmwareUpdate(update);
-      case 'confirm_agent':
-        return steps.confirmAgentUpdate(update);
-      case 'none':
-        return;
-    }
+    if (step === 'download' && !(await download(update))) return;
+    if (step !== 'schedule_install' && !(await verify(update, manifest))) return;
+    return install(update);
   }
 
   function enqueue(updateId: string): void {

@@ -15,6 +15,8 @@ describe('canMove', () => {
     ['downloading', 'downloading', true],
     ['downloading', 'downloaded', true],
     ['downloading', 'installing', false],
+    ['downloading', 'invalid_signature', true],
+    ['install_scheduled', 'install_failed', true],
     ['downloaded', 'signature_verified', true],
     ['downloaded', 'invalid_signature', true],
     ['downloaded', 'installing', false],

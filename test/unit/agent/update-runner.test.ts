@@ -314,6 +314,25 @@ describe('update runner (firmware, simulated HAL, HTTPS download)', () => {
     expect(firmwareStates().filter((s) => s === 'downloaded')).toHaveLength(1);
   });
 
+  it('fails a waiting update when the charger no longer trusts its key after a restart', async () => {
+    const clock = new VirtualClock(Date.parse('2026-01-14T10:00:00Z'));
+    const params = firmwareUpdate(image, {
+      window: { start: '02:00', end: '04:00', timezone: 'Europe/Berlin' },
+    });
+    journal('cmd-1', params);
+    start({ clock }).take('cmd-1', params, false);
+    await waitFor(
+      () => firmwareStates().at(-1),
+      (s) => s === 'install_scheduled',
+      10_000,
+    );
+    await runner?.stop();
+    start({ clock, hal }, { keys: [] }).resume();
+    expect(await settled()).toBe('failed');
+    expect(firmwareStates().at(-1)).toBe('install_failed');
+    expect(await hal.firmwareVersion?.()).toBe('1.0.0-sim');
+  });
+
   for (const rebooted of [
     { version: '2.0.0', outcome: 'succeeded', last: 'installed' },
     { version: '1.0.0-sim', outcome: 'failed', last: 'install_verification_failed' },
