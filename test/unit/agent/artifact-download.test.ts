@@ -166,4 +166,18 @@ describe('artifact download over HTTPS', () => {
     expect(result).toMatchObject({ ok: false, kind: 'aborted' });
     expect(existsSync(artifactFiles(dir, 'art-1').part)).toBe(true);
   });
+
+  it('renews a refused token once and downloads with the new one', async () => {
+    let renewals = 0;
+    const api = client.withTokens({
+      token: async () => 'stale',
+      renew: async () => {
+        renewals += 1;
+        return 'tok';
+      },
+    });
+    const result = await downloadArtifact(request({ source: (id, r) => api.downloadArtifact(id, r) }));
+    expect(result.ok).toBe(true);
+    expect(renewals).toBe(1);
+  });
 });
