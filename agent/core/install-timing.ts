@@ -91,10 +91,12 @@ export function decideInstallTiming(input: InstallTimingInput): InstallTiming {
   if (window) {
     const w = windowAt(now, window);
     if (!w.inside) {
+      const opens = new Date(w.opensAt).toISOString();
+      const span = `${window.start}-${window.end} (${window.timezone})`;
       return {
         install: false,
         waitFor: 'window',
-        reason: `outside the install window ${window.start}-${window.end} (${window.timezone}); opens at ${new Date(w.opensAt).toISOString()}`,
+        reason: `outside the install window ${span}; opens at ${opens}`,
         recheckAt: w.opensAt,
       };
     }
