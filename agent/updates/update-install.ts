@@ -42,8 +42,10 @@ export interface ReleaseRollback {
 }
 
 /**
- * The A/B release layer as the runner needs it; the real one (releases*.ts, `releaseLayoutFromEnv()`) is wired in
- * by the agent's start, bound to its layout. Absent when the agent was not installed with `charger-agent install`.
+ * The A/B release layer as the runner needs it; the real one (releases.ts, `releaseLayoutFromEnv()`) is wired in
+ * by the agent's start, bound to its layout: `stage` is `stageRelease(layout, {archive, version, snapshot,
+ * trial: {update_id, command_id}, healthSeconds, now})`, the others `readTrial(layout)` and so on. Absent when
+ * the agent was not installed with `charger-agent install`.
  */
 export interface AgentReleases {
   stage(input: {
@@ -51,6 +53,8 @@ export interface AgentReleases {
     version: string;
     updateId: string;
     commandId: string;
+    /** Writes a consistent copy of the agent store to `toFile` (restored if the release rolls back). */
+    snapshot: (toFile: string) => Promise<void>;
     now: number;
   }): Promise<{ ok: true } | { ok: false; reason: string }>;
   readTrial(): ReleaseTrial | undefined;

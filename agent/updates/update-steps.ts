@@ -72,6 +72,10 @@ export function createInstallSteps(ctx: InstallStepContext) {
       version: update.params.version,
       updateId: update.updateId,
       commandId: update.commandId,
+      // better-sqlite3's online backup: consistent while the agent runs, WAL included.
+      snapshot: async (toFile) => {
+        await options.store.db.backup(toFile);
+      },
       now: clock.now(),
     });
     if (!staged.ok) {

@@ -1,11 +1,16 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Clock, systemClock } from '../../../agent/clock.js';
 import { createPlatformClient, type PlatformClient } from '../../../agent/link/platform-client.js';
 import { createSerialRunner } from '../../../agent/runtime/serial-runner.js';
-import { type AgentStore, openAgentStore, type UpdateParams } from '../../../agent/store/agent-store.js';
+import {
+  type AgentStore,
+  agentStoreFile,
+  openAgentStore,
+  type UpdateParams,
+} from '../../../agent/store/agent-store.js';
 import type { AgentReleases, ReleaseRollback, ReleaseTrial } from '../../../agent/updates/update-install.js';
 import { createUpdateRunner, type UpdateRunner } from '../../../agent/updates/update-runner.js';
 import { artifactSigningText } from '../../../shared/artifact-manifest.js';
@@ -26,6 +31,7 @@ function fileReleases(dir: string, stageAnswer: { ok: true } | { ok: false; reas
   const read = <T>(file: string): T | undefined =>
     existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as T) : undefined;
   const staged: Array<{ archive: string; version: string; archiveExisted: boolean }> = [];
+  const snapshotFile = join(dir, 'snapshot.sqlite');
   const releases: AgentReleases = {
     async stage(input) {
       staged.push({
@@ -34,6 +40,7 @@ function fileReleases(dir: string, stageAnswer: { ok: true } | { ok: false; reas
         archiveExisted: existsSync(input.archive),
       });
       if (!stageAnswer.ok) return stageAnswer;
+      await input.snapshot(snapshotFile);
       const trial: ReleaseTrial = {
         update_id: input.updateId,
         command_id: input.commandId,
@@ -60,7 +67,7 @@ function fileReleases(dir: string, stageAnswer: { ok: true } | { ok: false; reas
       JSON.stringify({ ...trial, reason, rolled_back_at: new Date().toISOString() }),
     );
   };
-  return { releases, staged, rollBack, trialFile, rollbackFile };
+  return { releases, staged, rollBack, trialFile, rollbackFile, snapshotFile };
 }
 
 describe('update runner (agent bundles, A/B releases)', () => {
@@ -205,8 +212,17 @@ describe('update runner (agent bundles, A/B releases)', () => {
     );
     await runner?.stop();
     const requests = server.requests.length;
+    // The new release ran meanwhile and wrote to the store; the launcher's rollback throws that away.
+    store.recordCommandStatus('cmd-a', [{ status: 'succeeded' }], new Date().toISOString());
     layer.rollBack('the new release exited 3 times');
+    store.close();
+    copyFileSync(layer.snapshotFile, agentStoreFile(tmp.dir));
+    rmSync(`${agentStoreFile(tmp.dir)}-wal`, { force: true });
+    rmSync(`${agentStoreFile(tmp.dir)}-shm`, { force: true });
+    store = openAgentStore(tmp.dir);
     // The old release again, its store restored from the snapshot: the command is `accepted` in its journal.
+    expect(store.journalGet('cmd-a')?.status).toBe('accepted');
+    expect(store.updateGet('upd-a')?.phase).toBe('installing');
     const again = start(layer.releases, '0.1.0');
     again.resume();
     again.take('cmd-a', params, true); // what the executor's resumeUnfinished does
