@@ -104,10 +104,10 @@ export interface Hal {
    *
    * Install the firmware image in `file` (in the agent's data directory; the agent deletes it afterwards). Called
    * once per update, only after the agent has checked the file's size, sha256 and signature and the install may
-   * begin (connectors idle, inside the window, unless the update is `immediate`). Hand the image to the charger's
-   * updater (RAUC, Mender, SWUpdate...) and resolve once it is installed and the charger is about to reboot into
-   * it, or has. Reject with an Error whose message says why it was not installed: the agent reports the update
-   * `install_failed` with that message. A reboot that ends the agent before the call settles is expected: the
+   * begin (inside the window when there is one; for `when_idle`, connectors idle too). Hand the image to the
+   * charger's updater (RAUC, Mender, SWUpdate...) and resolve once it is installed and the charger is about to
+   * reboot into it, or has. Reject with an Error whose message says why it was not installed: the agent reports the
+   * update `install_failed` with that message. A reboot that ends the agent before the call settles is expected: the
    * agent verifies on its next start.
    */
   installFirmware?(file: string, manifest: FirmwareManifest): Promise<void>;

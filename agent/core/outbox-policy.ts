@@ -2,11 +2,17 @@
  * What the agent's outbox gives up when it is full (a long outage on a charger with little flash).
  *
  * Telemetry is the most replaceable (a gap in a power curve), so the oldest telemetry goes first; then the
- * oldest events. Charging records (billing) and command statuses (the operator's answer to what happened)
- * are never dropped: if they alone exceed the cap, the outbox grows past it rather than lose them.
+ * oldest events. Charging records (billing), command statuses and firmware statuses (the operator's answer to
+ * what happened) are never dropped: if they alone exceed the cap, the outbox grows past it rather than lose them.
  */
 
-export const OUTBOX_KINDS = ['telemetry', 'event', 'charging_record', 'command_status'] as const;
+export const OUTBOX_KINDS = [
+  'telemetry',
+  'event',
+  'charging_record',
+  'command_status',
+  'firmware_status',
+] as const;
 export type OutboxKind = (typeof OUTBOX_KINDS)[number];
 
 /** Kinds that may be dropped, in the order they are dropped. */

@@ -34,6 +34,7 @@ import { ErrorCode } from '../../shared/error-codes.js';
 import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../../shared/request-signing.js';
 import { AGENT_VERSION } from '../version.js';
 import { AnswerCollector, type Call, type RawResponse } from './answer-collector.js';
+import { type ArtifactAnswer, ArtifactStream } from './artifact-stream.js';
 import { CommandsPayload, type CommandsReceived, commandsOf, envelopeSchema } from './platform-answers.js';
 import { failureOf, isPlatformError, PlatformError } from './platform-errors.js';
 import { Agent, getGlobalDispatcher } from './undici-parts.js';
@@ -86,7 +87,22 @@ export interface DeviceApi {
   reportFirmwareStatus(report: FirmwareStatusReport): Promise<z.infer<typeof FirmwareStatusAck>>;
   /** The old secret and its tokens stop working as soon as the platform answers: store the new one first. */
   rotateSecret(): Promise<z.infer<typeof SecretRotated>>;
+  /**
+   * Streams an update's artifact (DESIGN.md §19). With `from`, asks for the rest (`Range: bytes=from-`), and with
+   * `ifRange` too (the sha256 the platform gives as its ETag), only if the file is still that one — a 200 then
+   * means the whole file again. A refusal throws its PlatformError (404: no update for it; 429 with its wait).
+   */
+  downloadArtifact(artifactId: string, options?: ArtifactRequest): Promise<ArtifactBody>;
 }
+
+export interface ArtifactRequest {
+  from?: number;
+  ifRange?: string;
+  signal?: AbortSignal;
+}
+
+/** A 2xx answer to `downloadArtifact`: its status (200 or 206), headers and body, read by the caller. */
+export type ArtifactBody = Extract<ArtifactAnswer, { ok: true }>;
 
 export interface PlatformClient {
   readonly baseUrl: string;
@@ -183,6 +199,36 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     return (envelope.data as { data: z.infer<S> }).data;
   }
 
+  function streamArtifact(path: string, token: string, request: ArtifactRequest): Promise<ArtifactAnswer> {
+    const headers: Record<string, string> = {
+      accept: 'application/octet-stream',
+      'user-agent': USER_AGENT,
+      authorization: `Bearer ${token}`,
+    };
+    if (request.from !== undefined && request.from > 0) {
+      headers.range = `bytes=${request.from}-`;
+      if (request.ifRange !== undefined) headers['if-range'] = `"${request.ifRange}"`;
+    }
+    return new Promise<ArtifactAnswer>((resolve, reject) => {
+      const handler = new ArtifactStream(`GET ${path}`, request.signal, resolve, reject);
+      try {
+        (dispatcher ?? getGlobalDispatcher()).dispatch(
+          {
+            origin,
+            path: basePath + path,
+            method: 'GET',
+            headers,
+            headersTimeout: timeoutMs,
+            bodyTimeout: timeoutMs,
+          },
+          handler,
+        );
+      } catch (error) {
+        handler.onResponseError(undefined, error as Error);
+      }
+    });
+  }
+
   async function unauthenticated<S extends z.core.$ZodType>(schema: S, call: Call): Promise<z.infer<S>> {
     return dataOf(schema, call, await send(call));
   }
@@ -275,6 +321,18 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       },
       rotateSecret() {
         return authed(SecretRotated, { method: 'POST', path: '/v1/device/secret/rotate', body: {} });
+      },
+      async downloadArtifact(artifactId, request = {}) {
+        const path = `/v1/device/artifacts/${encodeURIComponent(artifactId)}`;
+        const call = { method: 'GET' as const, path };
+        let answer = await streamArtifact(path, await bearer(call, () => tokens.token()), request);
+        if (!answer.ok && answer.status === 401) {
+          const failure = failureOf(401, answer.body, answer.headers, now());
+          if (failure.code === ErrorCode.TOKEN_EXPIRED || failure.code === ErrorCode.UNAUTHORIZED)
+            answer = await streamArtifact(path, await bearer(call, () => tokens.renew()), request);
+        }
+        if (!answer.ok) throw failureOf(answer.status, answer.body, answer.headers, now());
+        return answer;
       },
     };
   }

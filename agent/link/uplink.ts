@@ -7,7 +7,7 @@
  *   transaction per tick. This spares the flash: a connected charger writes no telemetry at all.
  * - Everything else goes through the SQLite outbox always (it must never be lost), and the flusher replays the
  *   outbox oldest first: telemetry through `/v1/device/telemetry/batch` (up to 500 per request), events and
- *   charging records in batches (up to 100), command statuses one by one. Order is kept within each kind; the
+ *   charging records in batches (up to 100), command and firmware statuses one by one. Order is kept within each kind; the
  *   kinds go to different endpoints and do not depend on each other.
  * - Retryable failures (network, 5xx, 429, malformed answers) back off exponentially with full jitter, capped,
  *   never sooner than the server's `retry_after`; a fleet that lost the platform together therefore comes back
@@ -22,6 +22,7 @@ import type {
   ChargingRecordUpload,
   CommandStatusReport,
   DeviceEvent,
+  FirmwareStatusReport,
   TelemetryRecord,
 } from '../../shared/device-api.js';
 import { CHARGING_RECORDS_BATCH_MAX, EVENTS_BATCH_MAX, TELEMETRY_BATCH_MAX } from '../../shared/limits.js';
@@ -41,6 +42,7 @@ const BATCH_MAX: Record<OutboxKind, number> = {
   event: EVENTS_BATCH_MAX,
   charging_record: CHARGING_RECORDS_BATCH_MAX,
   command_status: 1,
+  firmware_status: 1,
 };
 
 export interface UplinkStats {
@@ -105,6 +107,7 @@ const zeroCounts = (): Record<OutboxKind, number> => ({
   event: 0,
   charging_record: 0,
   command_status: 0,
+  firmware_status: 0,
 });
 
 /** Index of the offending record in a refused batch (`details.field` like `records.17.power`). */
@@ -206,12 +209,15 @@ export function createUplink(options: UplinkOptions): Uplink {
           await api.reportCommandStatus(command_id, report);
           break;
         }
+        case 'firmware_status':
+          await api.reportFirmwareStatus(group[0]!.payload as FirmwareStatusReport);
+          break;
       }
     } catch (error) {
       if (!isPlatformError(error)) throw error;
       if (error.retryable || error.kind === 'unauthorized') return { kind: 'retry', error };
       const key = kind === 'event' ? 'events' : 'records';
-      const index = kind === 'command_status' ? undefined : offendingIndex(error, key);
+      const index = BATCH_MAX[kind] === 1 ? undefined : offendingIndex(error, key);
       if (index !== undefined && group[index] && group.length > 1)
         return drop([group[index]], error, `${kind} item`);
       return drop(group, error, kind);

@@ -15,7 +15,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { AgentFatalError } from '../agent-errors.js';
-import { type Clock, iso, systemClock } from '../clock.js';
+import { type Clock, iso, sleep, systemClock } from '../clock.js';
 import { bootEvent, newEventId } from '../core/device-events.js';
 import type { OutboxKind } from '../core/outbox-policy.js';
 import type { DeviceInfo, Hal } from '../hal.js';
@@ -23,6 +23,8 @@ import type { DeviceCredentials } from '../link/device-credentials.js';
 import { createHeartbeatLoop, type HeartbeatLoop } from '../link/heartbeat-loop.js';
 import { createUplink, type Uplink, type UplinkStats } from '../link/uplink.js';
 import { type AgentStore, type Identity, openAgentStore } from '../store/agent-store.js';
+import type { UpdateRunner } from '../updates/update-runner.js';
+import { type AgentUpdateOptions, wireUpdateRunner } from '../updates/update-wiring.js';
 import { AGENT_VERSION } from '../version.js';
 import { createChargerControl } from './charger-control.js';
 import type { CommandExecutor } from './command-executor.js';
@@ -55,6 +57,8 @@ export interface AgentRuntimeOptions {
    * simulated chargers, which the fleet simulator runs by the thousand in one process. Nothing survives a stop.
    */
   memoryStore?: boolean;
+  /** Over-the-air updates beyond the trusted keys (DESIGN.md §19): the A/B release layer, the build target. */
+  updates?: AgentUpdateOptions;
 }
 
 export interface AgentRuntimeStats {
@@ -76,6 +80,7 @@ export interface AgentRuntime {
   readonly heartbeat: HeartbeatLoop;
   readonly credentials: DeviceCredentials;
   readonly runner: SerialRunner;
+  readonly updates: UpdateRunner;
   /** Settles once registered (undefined when stopped first). */
   readonly registered: Promise<Identity | undefined>;
   /** Settles with the first fatal error; never settles otherwise. */
@@ -138,6 +143,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     paceMs: tuning.flushPaceMs,
     onFatal: fail,
   });
+  let updates: UpdateRunner | undefined;
   const { runner, controlLoop, executor, sampler } = createChargerControl({
     store,
     hal,
@@ -147,7 +153,27 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     tuning,
     uplink,
     skewMs: () => heartbeat?.skewMs() ?? 0,
+    updates: () => updates,
+    onCommandReport: () => updates?.recheck(),
   });
+  updates = wireUpdateRunner({
+    dataDir: config.dataDir,
+    store,
+    hal,
+    clock,
+    logger,
+    random,
+    keys: config.updateKeys ?? [],
+    ...((config.model ?? halInfo.model) !== undefined ? { model: config.model ?? halInfo.model } : {}),
+    connectors,
+    runner,
+    controlLoop,
+    api,
+    startedAt,
+    onReport: () => uplink.notify(),
+    ...(options.updates ? { options: options.updates } : {}),
+  });
+  const updateRunner = updates;
   const heartbeatLoop = createHeartbeatLoop({
     api,
     hal,
@@ -164,7 +190,11 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     },
   });
   heartbeat = heartbeatLoop;
-  const unsubscribe = hal.subscribe(routeHardwareEvents({ store, uplink, sampler, controlLoop, logger }));
+  const route = routeHardwareEvents({ store, uplink, sampler, controlLoop, logger });
+  const unsubscribe = hal.subscribe((event) => {
+    route(event);
+    updateRunner.recheck(); // a connector's state may have changed: a waiting install looks again
+  });
 
   try {
     await hal.start?.();
@@ -178,6 +208,8 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     throw error;
   }
   controlLoop.start();
+  // Before the executor resumes its commands: an update command it finds accepted is the runner's already.
+  updateRunner.resume();
   executor.resumeUnfinished();
   sampler.start();
   logger.info(
@@ -222,6 +254,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     heartbeat: heartbeatLoop,
     credentials,
     runner,
+    updates: updateRunner,
     registered: platform.registered,
     fatal: latch.fatal,
     stats: () => ({
@@ -232,27 +265,30 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     }),
     rotateSecret: () => credentials.rotateSecret(deviceApi),
     stop() {
-      stopping ??= shutDown({
-        abort,
-        unsubscribe,
-        controlLoop,
-        sampler,
-        runner,
-        platform,
-        uplink,
-        heartbeat: heartbeatLoop,
-        hal,
-        client,
-        store,
-        clock,
-        logger,
-        tuning,
-        isRegistered: () => registered,
-        hasFailed: latch.failed,
-        keepFinalOutbox: (usage) => {
-          finalOutbox = usage;
-        },
-      });
+      // A download or a wait stops where it is (its progress is stored); an install under way is let finish.
+      stopping ??= Promise.race([updateRunner.stop(), sleep(clock, 2_000)]).then(() =>
+        shutDown({
+          abort,
+          unsubscribe,
+          controlLoop,
+          sampler,
+          runner,
+          platform,
+          uplink,
+          heartbeat: heartbeatLoop,
+          hal,
+          client,
+          store,
+          clock,
+          logger,
+          tuning,
+          isRegistered: () => registered,
+          hasFailed: latch.failed,
+          keepFinalOutbox: (usage) => {
+            finalOutbox = usage;
+          },
+        }),
+      );
       return stopping;
     },
   };

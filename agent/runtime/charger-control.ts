@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { ConnectorInfo, Hal } from '../hal.js';
 import type { Uplink } from '../link/uplink.js';
 import type { AgentStore } from '../store/agent-store.js';
-import { type CommandExecutor, createCommandExecutor } from './command-executor.js';
+import { type CommandExecutor, createCommandExecutor, type UpdateTaker } from './command-executor.js';
 import { type ControlLoop, createControlLoop } from './control-loop.js';
 import { createSampler, type Sampler } from './sampler.js';
 import { createSerialRunner, type SerialRunner } from './serial-runner.js';
@@ -25,6 +25,10 @@ export interface ChargerControlOptions {
   uplink: Uplink;
   /** Platform minus agent clock, ms (commands' validity windows are in platform time). */
   skewMs: () => number;
+  /** Takes `update` commands (bound once the update runner exists). */
+  updates?: () => UpdateTaker | undefined;
+  /** A command reported something (a schedule may have changed: a waiting install looks again). */
+  onCommandReport?: () => void;
 }
 
 export interface ChargerControl {
@@ -57,7 +61,11 @@ export function createChargerControl(options: ChargerControlOptions): ChargerCon
     logger,
     connectors: () => connectors,
     skewMs: options.skewMs,
-    onReport: () => uplink.notify(),
+    onReport: () => {
+      uplink.notify();
+      options.onCommandReport?.();
+    },
+    ...(options.updates ? { updates: options.updates } : {}),
   });
   sampler = createSampler({
     store,

@@ -1,6 +1,6 @@
 /**
  * Carries out the platform's commands (DESIGN.md §5): `stop`, `start`, `discharge`, `set_schedule`,
- * `delete_schedule`, `set_power_limit`, `pause_charging`.
+ * `delete_schedule`, `set_power_limit`, `pause_charging`; `update` is handed to the update runner (§19).
  *
  * - De-duplicated by `command_id` through the store's journal, which survives restarts: delivery is at least
  *   once (heartbeat and long poll both deliver, and a command is redelivered until its report arrives).
@@ -17,6 +17,7 @@
  * - A command accepted before a crash but not finished is finished after the restart (`resumeUnfinished`).
  */
 import type { Logger } from 'pino';
+import type { CommandParamsOf } from '../../shared/commands.js';
 import type { ReportedCommandStatus } from '../../shared/device-api.js';
 import { REASON_MAX_LENGTH } from '../../shared/limits.js';
 import { replaceControlCharacters } from '../../shared/primitives.js';
@@ -54,6 +55,13 @@ export interface CommandExecutorOptions {
   skewMs?: () => number;
   /** Told whenever a report was queued (the uplink wakes up). */
   onReport?: () => void;
+  /** Takes `update` commands (updates/update-runner.ts); absent: every update is rejected. */
+  updates?: () => UpdateTaker | undefined;
+}
+
+/** The part of the update runner the executor hands `update` commands to. */
+export interface UpdateTaker {
+  take(commandId: string, params: CommandParamsOf<'update'>, accepted: boolean): void;
 }
 
 export interface CommandExecutor extends CommandReceiver {
@@ -161,7 +169,13 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
         return;
       }
       case 'update': {
-        report(entry, [{ status: accepted ? 'failed' : 'rejected', reason: 'this agent takes no updates' }]);
+        // The runner accepts (or refuses) and carries the update on beside the serial runner.
+        const updates = options.updates?.();
+        if (updates) updates.take(entry.commandId, command.params, accepted);
+        else
+          report(entry, [
+            { status: accepted ? 'failed' : 'rejected', reason: 'this agent takes no updates' },
+          ]);
         return;
       }
     }

@@ -24,7 +24,7 @@
  *
  * The store is one object composed of one part per concern, each in its own module over the same database:
  * identity and token, the pending secret, schedules/limits/overrides, the command journal, sessions,
- * connectors, the agent's state, and the outbox.
+ * connectors, the agent's state, updates under way, and the outbox.
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
@@ -42,6 +42,7 @@ import { migrateAgentStore } from './migrations.js';
 import { createOutbox, type Outbox, type OutboxItemInput } from './outbox.js';
 import { createPendingSecretStore, type PendingSecretStore } from './pending-secret-store.js';
 import { createSessionStore, type SessionStore } from './session-store.js';
+import { createUpdateStore, type UpdateStore } from './update-store.js';
 
 export type { StoredLimit } from '../core/limit-policy.js';
 export type { SessionRow } from '../core/sessions.js';
@@ -50,6 +51,7 @@ export { FINAL_STATUSES, type JournalEntry, type JournalStatus } from './command
 export type { ConnectorSnapshot } from './connector-store.js';
 export type { Identity, StoredToken } from './identity-store.js';
 export { AGENT_SCHEMA_VERSION, migrateAgentStore } from './migrations.js';
+export type { StoredUpdate, UpdateParams } from './update-store.js';
 
 type Db = Database.Database;
 
@@ -78,7 +80,8 @@ export interface AgentStore
     CommandJournal,
     SessionStore,
     ConnectorStore,
-    AgentStateStore {
+    AgentStateStore,
+    UpdateStore {
   readonly db: Db;
   readonly file: string;
   readonly outbox: Outbox;
@@ -126,6 +129,7 @@ export function openAgentStore(dataDir: string, options: OpenOptions = {}): Agen
     ...createCommandJournal(db, w, outbox),
     ...createSessionStore(db, w, outbox),
     ...createAgentStateStore(db, w, nowIso),
+    ...createUpdateStore(db, w, outbox),
 
     enqueueEvents(events) {
       if (events.length > 0) outbox.enqueue(eventItems(events));

@@ -3,6 +3,7 @@
  * transaction. Never edit a released step: a charger in the field may be at any version.
  */
 import type Database from 'better-sqlite3';
+import { OUTBOX_KINDS } from '../core/outbox-policy.js';
 import { migrateOutbox } from './outbox.js';
 
 type Db = Database.Database;
@@ -12,6 +13,45 @@ function addPendingSecretColumns(db: Db): void {
   db.exec(`
     ALTER TABLE identity ADD COLUMN pending_secret TEXT;
     ALTER TABLE identity ADD COLUMN pending_since TEXT;
+  `);
+}
+
+/**
+ * Agent store schema step 3 (DESIGN.md §19): the outbox takes firmware status reports (its kinds are a CHECK,
+ * which SQLite changes only by rebuilding the table; seqs and the AUTOINCREMENT counter are kept, so an ack in
+ * flight can never remove a newer item), and the `updates` table holds each update's progress so that a restart
+ * at any step resumes it.
+ */
+function addUpdates(db: Db): void {
+  const kinds = OUTBOX_KINDS.map((k) => `'${k}'`).join(', ');
+  db.exec(`
+    CREATE TABLE outbox_v3 (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      kind TEXT NOT NULL CHECK (kind IN (${kinds})),
+      payload TEXT NOT NULL,
+      bytes INTEGER NOT NULL,
+      created_at TEXT NOT NULL
+    );
+    INSERT INTO outbox_v3 (seq, kind, payload, bytes, created_at)
+      SELECT seq, kind, payload, bytes, created_at FROM outbox;
+    UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox'), 0))
+      WHERE name = 'outbox_v3';
+    INSERT INTO sqlite_sequence (name, seq)
+      SELECT 'outbox_v3', seq FROM sqlite_sequence WHERE name = 'outbox'
+      AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox_v3');
+    DROP TABLE outbox;
+    ALTER TABLE outbox_v3 RENAME TO outbox;
+    CREATE INDEX outbox_kind_seq ON outbox (kind, seq);
+    CREATE TABLE updates (
+      update_id TEXT PRIMARY KEY,
+      command_id TEXT NOT NULL,
+      manifest TEXT NOT NULL,
+      phase TEXT NOT NULL,
+      progress INTEGER,
+      reason TEXT,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL
+    );
   `);
 }
 
@@ -107,6 +147,7 @@ const MIGRATIONS: ReadonlyArray<(db: Db) => void> = [
     migrateOutbox(db);
   },
   addPendingSecretColumns,
+  addUpdates,
 ];
 export const AGENT_SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -107,6 +107,7 @@ const zeroKinds = (): Record<OutboxKind, number> => ({
   event: 0,
   charging_record: 0,
   command_status: 0,
+  firmware_status: 0,
 });
 
 /** The chargers' totals at the stop: their mix, and what their agents produced, delivered and left queued. */

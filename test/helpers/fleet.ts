@@ -12,7 +12,13 @@ export function expectCleanStop(summary: FleetSummary, count: number): void {
   );
   expect(summary.registered).toBe(count);
   expect(summary.outbox.backlog_items).toBe(0);
-  expect(summary.outbox.refused).toEqual({ telemetry: 0, event: 0, charging_record: 0, command_status: 0 });
+  expect(summary.outbox.refused).toEqual({
+    telemetry: 0,
+    event: 0,
+    charging_record: 0,
+    command_status: 0,
+    firmware_status: 0,
+  });
   expect(summary.telemetry.refused).toBe(0);
 }
 

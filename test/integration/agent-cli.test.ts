@@ -175,12 +175,13 @@ describe('charger-agent status', () => {
     expect(json.outbox).toMatchObject({
       items: expect.any(Number),
       bytes: expect.any(Number),
-      dropped: { telemetry: 0, event: 0, charging_record: 0, command_status: 0 },
+      dropped: { telemetry: 0, event: 0, charging_record: 0, command_status: 0, firmware_status: 0 },
     });
     expect(Object.keys(json.outbox.by_kind).sort()).toEqual([
       'charging_record',
       'command_status',
       'event',
+      'firmware_status',
       'telemetry',
     ]);
     expect(json.recent_commands[0]).toMatchObject({ command_id: stop, command: 'stop', status: 'succeeded' });

@@ -363,6 +363,7 @@ describe('an agent whose charger must sign its writes', () => {
         event: 0,
         charging_record: 0,
         command_status: 0,
+        firmware_status: 0,
       });
     } finally {
       await signer.stop();

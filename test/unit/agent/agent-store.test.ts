@@ -114,7 +114,7 @@ describe('agent store', () => {
     store.close();
     const db = new Database(agentStoreFile(tmp.dir));
     db.exec(
-      'ALTER TABLE identity DROP COLUMN pending_secret; ALTER TABLE identity DROP COLUMN pending_since',
+      'ALTER TABLE identity DROP COLUMN pending_secret; ALTER TABLE identity DROP COLUMN pending_since; DROP TABLE updates',
     );
     db.pragma('user_version = 1');
     db.close();
@@ -272,6 +272,7 @@ describe('agent store', () => {
       event: 1,
       charging_record: 0,
       command_status: 0,
+      firmware_status: 0,
     });
     mem.close();
     expect(() => openAgentStore(dir, { memory: true, readonly: true })).toThrow(/read-only/);

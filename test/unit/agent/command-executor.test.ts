@@ -7,6 +7,7 @@ import { type CommandExecutor, createCommandExecutor } from '../../../agent/runt
 import { type ControlLoop, createControlLoop } from '../../../agent/runtime/control-loop.js';
 import { createSerialRunner } from '../../../agent/runtime/serial-runner.js';
 import { type AgentStore, openAgentStore } from '../../../agent/store/agent-store.js';
+import { createUpdateRunner } from '../../../agent/updates/update-runner.js';
 import { createSimulatedHal, type SimulatedHal } from '../../../simulators/simulated-hal.js';
 import { command, quietLogger, tempDir } from '../../helpers/agent.js';
 
@@ -26,7 +27,7 @@ interface Rig {
   run(...commands: IncomingCommand[]): Promise<void>;
 }
 
-function rig(dir: string, hal?: SimulatedHal): Rig {
+function rig(dir: string, hal?: SimulatedHal, withUpdates = false): Rig {
   const store = openAgentStore(dir);
   const simulated =
     hal ??
@@ -48,6 +49,23 @@ function rig(dir: string, hal?: SimulatedHal): Rig {
     logger,
     connectors: () => connectors,
   });
+  // The real update runner, trusting no key: it refuses every update, saying so.
+  const updates = withUpdates
+    ? createUpdateRunner({
+        store,
+        hal: simulated,
+        clock: systemClock,
+        logger,
+        dir: `${dir}/updates`,
+        keys: [],
+        target: {},
+        source: () => undefined,
+        busyConnectors: async () => [],
+        schedules: () => [],
+        runExclusive: (work) => runner.run(work),
+        runningVersion: '0.1.0',
+      })
+    : undefined;
   const executor = createCommandExecutor({
     store,
     hal: simulated,
@@ -56,6 +74,7 @@ function rig(dir: string, hal?: SimulatedHal): Rig {
     clock: systemClock,
     logger,
     connectors: () => connectors,
+    ...(updates ? { updates: () => updates } : {}),
   });
   return {
     store,
@@ -367,5 +386,43 @@ describe('command executor with the simulated HAL', () => {
     await r.executor.idle();
     expect(statusesOf(r, stop.command_id)).toEqual(['accepted', 'succeeded']);
     expect((await r.hal.readConnector(1)).state).toBe('idle');
+  });
+});
+
+describe('command executor: update commands', () => {
+  const update = () =>
+    command('update', {
+      update_id: 'upd-1',
+      artifact_id: 'art-1',
+      kind: 'firmware',
+      version: '2.0.0',
+      target: '',
+      sha256: 'a'.repeat(64),
+      size: 10,
+      signature: `${'A'.repeat(86)}==`,
+      install: 'when_idle',
+    });
+  let tmp: ReturnType<typeof tempDir>;
+  beforeEach(() => {
+    tmp = tempDir();
+  });
+  afterEach(() => tmp.remove());
+
+  it('rejects an update when the agent has no update runner', async () => {
+    const r = rig(tmp.dir);
+    const c = update();
+    await r.run(c);
+    expect(statusesOf(r, c.command_id)).toEqual(['rejected']);
+    expect(finalReason(r, c.command_id)).toBe('this agent takes no updates');
+    r.store.close();
+  });
+
+  it('hands an update to the update runner, which answers for it', async () => {
+    const r = rig(tmp.dir, undefined, true);
+    const c = update();
+    await r.run(c);
+    expect(statusesOf(r, c.command_id)).toEqual(['rejected']);
+    expect(finalReason(r, c.command_id)).toMatch(/trusts no update key/);
+    r.store.close();
   });
 });

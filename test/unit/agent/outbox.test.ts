@@ -174,7 +174,13 @@ describe('SQLite outbox', () => {
       'command_status',
       'charging_record',
     ]);
-    expect(outbox.droppedCounts()).toEqual({ telemetry: 4, event: 1, charging_record: 0, command_status: 0 });
+    expect(outbox.droppedCounts()).toEqual({
+      telemetry: 4,
+      event: 1,
+      charging_record: 0,
+      command_status: 0,
+      firmware_status: 0,
+    });
   });
 
   it('enforces the byte cap', () => {

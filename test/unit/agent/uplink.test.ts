@@ -27,6 +27,7 @@ function fakeApi(script: (call: Call) => Error | undefined = () => undefined) {
     return value;
   };
   const api: DeviceApi = {
+    downloadArtifact: () => Promise.reject(new Error('no downloads here')),
     heartbeat: async () => ({ commands: [], unusable: 0, serverTime: new Date().toISOString() }),
     pollCommands: async () => ({ commands: [], unusable: 0, serverTime: new Date().toISOString() }),
     reportCommandStatus: (id, report) =>
@@ -113,6 +114,7 @@ describe('uplink and outbox replay', () => {
       event: 1,
       charging_record: 1,
       command_status: 2,
+      firmware_status: 0,
     });
   });
 
