@@ -20,177 +20,21 @@
  * failed; 5 no agent store in --data-dir (status also: not registered yet).
  */
 import './supported-node.js';
-import type { KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createSecureContext } from 'node:tls';
 import { Command, CommanderError } from 'commander';
 import { checkTimezonesWith } from '../shared/primitives.js';
-import {
-  ConfigError,
-  describeRunConfig,
-  type RunConfig,
-  type RunFlags,
-  resolveRunConfig,
-} from './agent-config.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, isAgentFatalError } from './agent-errors.js';
+import type { RunFlags } from './agent-config.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './agent-errors.js';
 import { isReadableZone } from './core/tz/zone-offsets.js';
-import type { Hal } from './hal.js';
-import { loadHal } from './hal-loader.js';
-import { createAgentLogger } from './logger.js';
-import { startAgent } from './runtime/agent-runtime.js';
+import { fail, run } from './run-command.js';
 // The technician commands are loaded when one runs, never by `run`: the agent at cadence does not carry their
 // code (diag alone brings all of undici and more schemas; docs/benchmarks.md, "Agent footprint").
 import { DEFAULT_DIAG_TIMEOUT_MS, TECH_EXIT } from './technician/read-store.js';
 import { jsonForTerminal } from './technician/terminal-text.js';
-import { readUpdateKeys } from './updates/update-keys.js';
 import { AGENT_VERSION } from './version.js';
 
 // A schedule's zone is valid here when the agent can read its rules: from the tz database without Intl.
 checkTimezonesWith(isReadableZone);
-
-function fail(message: string, code: number): never {
-  process.stderr.write(`charger-agent: ${message}\n`);
-  process.exit(code);
-}
-
-/**
- * The charger's client certificate and key (`--client-cert`, `--client-key`), read and paired up at start, so
- * that a missing file or a key of another certificate is a start-up error rather than a refused handshake later.
- */
-function readClientCertificate(config: RunConfig): { cert: string; key: string } | undefined {
-  if (!config.clientCert || !config.clientKey) return undefined;
-  const read = (flag: string, file: string) => {
-    try {
-      return readFileSync(file, 'utf8');
-    } catch (error) {
-      return fail(
-        `cannot read ${flag} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-        EXIT_USAGE,
-      );
-    }
-  };
-  const pair = {
-    cert: read('--client-cert', config.clientCert),
-    key: read('--client-key', config.clientKey),
-  };
-  try {
-    createSecureContext(pair);
-  } catch (error) {
-    fail(
-      `--client-cert ${config.clientCert} and --client-key ${config.clientKey} are not a PEM certificate and its key: ${(error as Error).message}`,
-      EXIT_USAGE,
-    );
-  }
-  return pair;
-}
-
-async function run(flags: RunFlags): Promise<void> {
-  let config: RunConfig;
-  let updateKeys: KeyObject[];
-  try {
-    config = resolveRunConfig(flags);
-    updateKeys = readUpdateKeys(config.updateKeys);
-  } catch (error) {
-    if (error instanceof ConfigError) fail(error.message, EXIT_USAGE);
-    throw error;
-  }
-  let ca: string | undefined;
-  if (config.ca) {
-    try {
-      ca = readFileSync(config.ca, 'utf8');
-    } catch (error) {
-      fail(
-        `cannot read --ca ${config.ca}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-        EXIT_USAGE,
-      );
-    }
-  }
-  const clientCert = readClientCertificate(config);
-  let agentLogger: Awaited<ReturnType<typeof createAgentLogger>>;
-  try {
-    agentLogger = await createAgentLogger({ dataDir: config.dataDir, level: config.logLevel });
-  } catch (error) {
-    fail(`cannot write to --data-dir ${config.dataDir}: ${(error as Error).message}`, EXIT_USAGE);
-  }
-  const { logger } = agentLogger;
-  const exit = (code: number): never => {
-    agentLogger.close();
-    process.exit(code);
-  };
-  process.on('uncaughtException', (error) => {
-    logger.fatal({ err: error.message, stack: error.stack }, 'uncaught exception');
-    exit(EXIT_FAILURE);
-  });
-  process.on('unhandledRejection', (reason) => {
-    logger.fatal({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection');
-    exit(EXIT_FAILURE);
-  });
-
-  let hal: Hal;
-  try {
-    hal = await loadHal(config.hal, {
-      ...(config.connectors !== undefined ? { connectors: config.connectors } : {}),
-      ...(config.v2g !== undefined ? { v2g: config.v2g } : {}),
-      ...(config.halOptions ? { config: config.halOptions } : {}),
-    });
-  } catch (error) {
-    logger.fatal({ hal: config.hal }, (error as Error).message);
-    return exit(EXIT_USAGE);
-  }
-
-  let runtime: Awaited<ReturnType<typeof startAgent>>;
-  try {
-    runtime = await startAgent({
-      config: {
-        dataDir: config.dataDir,
-        platformUrl: config.platformUrl,
-        sn: config.sn,
-        ...(config.model ? { model: config.model } : {}),
-        ...(config.manufacturer ? { manufacturer: config.manufacturer } : {}),
-        ...(config.firmware ? { firmware: config.firmware } : {}),
-        ...(ca !== undefined ? { ca } : {}),
-        ...(clientCert !== undefined ? { clientCert } : {}),
-        secretRotationDays: config.secretRotationDays,
-        signRequests: config.signRequests,
-        updateKeys,
-      },
-      hal,
-      logger,
-      runConfig: describeRunConfig(config),
-    });
-  } catch (error) {
-    if (isAgentFatalError(error)) {
-      logger.fatal({ hint: error.hint }, error.message);
-      return exit(error.exitCode);
-    }
-    logger.fatal({ err: (error as Error).message }, 'agent failed to start');
-    return exit(EXIT_FAILURE);
-  }
-
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting at once');
-      exit(EXIT_FAILURE);
-    }
-    logger.info({ signal }, 'shutting down');
-    runtime.stop().then(
-      () => exit(EXIT_OK),
-      (error: unknown) => {
-        logger.error({ err: (error as Error).message }, 'shutdown failed');
-        exit(EXIT_FAILURE);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-
-  const fatal = await runtime.fatal;
-  await runtime.stop().catch(() => undefined);
-  exit(fatal.exitCode);
-}
 
 /** Prints and exits once stdout has taken the text (a pending DNS lookup must not keep diag alive). */
 function finish(text: string, code: number): Promise<never> {

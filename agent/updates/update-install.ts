@@ -55,6 +55,8 @@ export interface AgentReleases {
     commandId: string;
     /** Writes a consistent copy of the agent store to `toFile` (restored if the release rolls back). */
     snapshot: (toFile: string) => Promise<void>;
+    /** How long the new release has to commit before the launcher rolls it back. */
+    healthSeconds: number;
     now: number;
   }): Promise<{ ok: true } | { ok: false; reason: string }>;
   readTrial(): ReleaseTrial | undefined;

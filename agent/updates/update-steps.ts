@@ -17,6 +17,15 @@ import {
 } from './update-install.js';
 import type { UpdateRunnerOptions } from './update-runner.js';
 
+/**
+ * The time a new release has to commit: the update's health time (DESIGN.md §19), never under a minute (a start,
+ * a token and a heartbeat take seconds; an update with health_seconds 0 must not roll back before its first
+ * heartbeat), 600 s when the platform sent none.
+ */
+export function trialSeconds(healthSeconds: number | undefined): number {
+  return Math.max(60, healthSeconds ?? 600);
+}
+
 /** How often a trial release checks whether it is healthy enough to commit. */
 export const HEALTH_CHECK_MS = 5_000;
 
@@ -76,6 +85,7 @@ export function createInstallSteps(ctx: InstallStepContext) {
       snapshot: async (toFile) => {
         await options.store.db.backup(toFile);
       },
+      healthSeconds: trialSeconds(update.params.health_seconds),
       now: clock.now(),
     });
     if (!staged.ok) {
