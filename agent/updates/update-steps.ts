@@ -17,13 +17,16 @@ import {
 } from './update-install.js';
 import type { UpdateRunnerOptions } from './update-runner.js';
 
+/** The shortest time a new release is given to commit (a start, a token and a heartbeat take seconds). */
+export const TRIAL_MIN_SECONDS = 30;
+
 /**
- * The time a new release has to commit: the update's health time (DESIGN.md §19), never under a minute (a start,
- * a token and a heartbeat take seconds; an update with health_seconds 0 must not roll back before its first
- * heartbeat), 600 s when the platform sent none.
+ * The time a new release has to commit: the update's health time (DESIGN.md §19), never under TRIAL_MIN_SECONDS
+ * (an update with health_seconds 0 must not roll back before its first heartbeat), 600 s when the platform sent
+ * none.
  */
 export function trialSeconds(healthSeconds: number | undefined): number {
-  return Math.max(60, healthSeconds ?? 600);
+  return Math.max(TRIAL_MIN_SECONDS, healthSeconds ?? 600);
 }
 
 /** How often a trial release checks whether it is healthy enough to commit. */
