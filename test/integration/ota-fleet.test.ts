@@ -1,5 +1,5 @@
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitStore } from '../../platform/http/rate-limit/rate-limiter.js';
@@ -73,15 +73,27 @@ function signed(archive: string, key = keys.privateKey): ArtifactManifest & { si
   return { ...manifest, signature };
 }
 
-/** A bad release: 1.1.0's bundle with another entry and version, re-tarred and signed with the release key. */
-async function badRelease(version: string, entry: string): Promise<string> {
-  const archive = path.join(tmp.dir, `bad-${version}.tar.gz`);
+/**
+ * A built bundle (1.1.0's unless `from`) re-tarred as `version`, with another entry (a bad release) or a file of
+ * padding (a large one), and its manifest beside it (signed with the release key by `signed`). The code inside
+ * keeps the version it was built with: a working release is built with its own version first.
+ */
+async function release(
+  version: string,
+  change: { entry?: string; padding?: Buffer; from?: string },
+): Promise<string> {
+  const archive = path.join(tmp.dir, `release-${version}.tar.gz`);
+  const into = path.join(tmp.dir, `repacked-${version}`);
+  if (change.padding) {
+    mkdirSync(into, { recursive: true });
+    writeFileSync(path.join(into, 'padding.bin'), change.padding);
+  }
   await rebuildArchive({
-    from: path.join(tmp.dir, 'bundle-1.1.0'),
-    into: path.join(tmp.dir, `bundle-${version}`),
+    from: path.join(tmp.dir, `bundle-${change.from ?? '1.1.0'}`),
+    into,
     archive,
     version,
-    entry,
+    ...(change.entry !== undefined ? { entry: change.entry } : {}),
   });
   const content = readFileSync(archive);
   const manifest: ArtifactManifest = {
@@ -111,13 +123,9 @@ async function upload(archive: string, manifest: ReturnType<typeof signed>): Pro
   return res.body.data.artifact_id;
 }
 
-async function startCharger(i: number): Promise<Charger> {
-  const sn = `OTA-${process.pid}-${i}`;
-  const prefix = path.join(tmp.dir, `charger-${i}`, 'opt');
-  const data = path.join(tmp.dir, `charger-${i}`, 'data');
-  const installed = await installRelease(archives['1.0.0']!, prefix);
-  if (installed.code !== 0) throw new Error(installed.stderr);
-  const launcher = startLauncher(prefix, [
+/** `charger-agent run` as each charger's launcher takes it. */
+function runArgs(sn: string, data: string): string[] {
+  return [
     'run',
     '--data-dir',
     data,
@@ -133,7 +141,16 @@ async function startCharger(i: number): Promise<Charger> {
     '1',
     '--update-key',
     path.join(tmp.dir, 'release-ed25519.pub.pem'),
-  ]);
+  ];
+}
+
+async function startCharger(i: number): Promise<Charger> {
+  const sn = `OTA-${process.pid}-${i}`;
+  const prefix = path.join(tmp.dir, `charger-${i}`, 'opt');
+  const data = path.join(tmp.dir, `charger-${i}`, 'data');
+  const installed = await installRelease(archives['1.0.0']!, prefix);
+  if (installed.code !== 0) throw new Error(installed.stderr);
+  const launcher = startLauncher(prefix, runArgs(sn, data));
   const ready = await waitFor(
     () =>
       launcher
@@ -148,6 +165,22 @@ async function startCharger(i: number): Promise<Charger> {
   if (!ready?.device_id) throw new Error(`charger ${i} did not register:\n${launcher.output()}`);
   await tp.store.assignDevice(ready.device_id, tenant.siteId);
   return { sn, prefix, data, launcher, deviceId: ready.device_id };
+}
+
+/** An update of `artifactId` to the whole site, installed at once, in batches of BATCH. */
+async function updateSite(artifactId: string, rollout: Record<string, number>): Promise<string> {
+  const started = await tp.http.post('/v1/operator/updates', {
+    token: tenant.token,
+    json: {
+      artifact_id: artifactId,
+      target_type: 'site',
+      target_ids: [tenant.siteId],
+      install: 'immediate',
+      rollout: { batch_size: BATCH, ...rollout },
+    },
+  });
+  expect(started.status, started.text).toBe(200);
+  return started.body.data.update_id;
 }
 
 const getUpdate = async (id: string) =>
@@ -177,6 +210,17 @@ async function follow(updateId: string, done: (view: any) => boolean, timeoutMs:
   }
 }
 
+/** The statuses the platform logged for requests to `url` (its request and completion lines share a reqId). */
+function statusesOf(url: string): number[] {
+  const lines = tp.logs.map(
+    (l) => JSON.parse(l) as { reqId?: string; req?: { url?: string }; res?: { statusCode?: number } },
+  );
+  const ids = new Set(lines.filter((l) => l.req?.url === url).map((l) => l.reqId));
+  return lines
+    .filter((l) => ids.has(l.reqId) && l.res?.statusCode !== undefined)
+    .map((l) => l.res!.statusCode!);
+}
+
 beforeAll(async () => {
   tmp = tempDir('ota-fleet-');
   writeFileSync(
@@ -189,10 +233,14 @@ beforeAll(async () => {
   );
   archives['1.0.0'] = await build('1.0.0');
   archives['1.1.0'] = await build('1.1.0');
-  archives['1.2.0'] = await badRelease(
-    '1.2.0',
-    "process.stderr.write('1.2.0 fails at start\\n');\nprocess.exit(1);\n",
-  );
+  archives['1.2.0'] = await release('1.2.0', {
+    entry: "process.stderr.write('1.2.0 fails at start\\n');\nprocess.exit(1);\n",
+  });
+  // Starts, and never reaches the platform: it never commits.
+  archives['1.3.0'] = await release('1.3.0', { entry: 'setInterval(() => undefined, 1 << 30);\n' });
+  // A working release made large (random bytes do not compress), so that a download can be cut halfway.
+  await build('1.4.0');
+  archives['1.4.0'] = await release('1.4.0', { from: '1.4.0', padding: randomBytes(48 * 1024 * 1024) });
   tp = await startTestPlatform({ rateLimitStore: allowAll, logLevel: 'info' });
   tenant = await createTenant(tp, 'OTA Fleet');
   writeFileSync(path.join(tmp.dir, 'ca.pem'), tp.ca);
@@ -288,6 +336,63 @@ describe('an agent release to a fleet of 20 in batches of 5', () => {
       token: tenant.token,
     });
     expect(cancelled.status).toBe(200);
+  }, 240_000);
+
+  it('rolls a release that starts but never reaches the platform back at its deadline, and pauses', async () => {
+    const artifactId = await upload(archives['1.3.0']!, signed(archives['1.3.0']!));
+    // health_seconds 0: the trial gets the agent's shortest, 30 s.
+    const updateId = await updateSite(artifactId, { health_seconds: 0, max_failure_percent: 20 });
+    const view = await follow(
+      updateId,
+      (v) => v.devices.filter((d: { state: string }) => d.state === 'rolled_back').length === BATCH,
+      180_000,
+    );
+    expect(view.status).toBe('paused');
+    for (const d of view.devices.filter((x: { batch: number }) => x.batch === 1))
+      expect(d.reason).toContain('did not commit within 30 s');
+    expect(
+      view.devices.filter((d: { batch: number }) => d.batch > 1).map((d: { state: string }) => d.state),
+    ).toEqual(Array(CHARGERS - BATCH).fill('pending'));
+    expect((await tp.http.delete(`/v1/operator/updates/${updateId}`, { token: tenant.token })).status).toBe(
+      200,
+    );
+  }, 240_000);
+
+  it('resumes a download cut by a power cut with a range request (206) and finishes the update', async () => {
+    const target = chargers[1]!;
+    const artifactId = await upload(archives['1.4.0']!, signed(archives['1.4.0']!));
+    const started = await tp.http.post('/v1/operator/updates', {
+      token: tenant.token,
+      json: {
+        artifact_id: artifactId,
+        target_type: 'device',
+        target_ids: [target.deviceId],
+        install: 'immediate',
+        rollout: { health_seconds: 5 },
+      },
+    });
+    expect(started.status, started.text).toBe(200);
+    // Cut the power (SIGKILL, agent and launcher) once a few MiB are on disk.
+    const part = path.join(target.data, 'updates', `${artifactId}.part`);
+    const size = await waitFor(
+      () => (existsSync(part) ? statSync(part).size : 0),
+      (n) => n > 4 * 1024 * 1024,
+      60_000,
+      5,
+    );
+    expect(size).toBeGreaterThan(4 * 1024 * 1024);
+    const agentPid = [...target.launcher.launcherLines()]
+      .reverse()
+      .find((l) => l.msg === 'started the agent')?.pid;
+    process.kill(Number(agentPid), 'SIGKILL');
+    target.launcher.child.kill('SIGKILL');
+    await target.launcher.exited;
+    expect(statSync(part).size).toBeLessThan(signed(archives['1.4.0']!).size);
+    target.launcher = startLauncher(target.prefix, runArgs(target.sn, target.data));
+    const view = await follow(started.body.data.update_id, (v) => v.status !== 'running', 120_000);
+    expect(view.status, JSON.stringify(view.devices)).toBe('completed');
+    expect(view.devices[0]).toMatchObject({ state: 'succeeded', version_after: '1.4.0' });
+    expect(statusesOf(`/v1/device/artifacts/${artifactId}`)).toContain(206);
   }, 240_000);
 
   it('refuses a release signed with another key: invalid_signature, nothing installed', async () => {
