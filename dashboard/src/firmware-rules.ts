@@ -53,13 +53,22 @@ export function matchesVersion(
   return filter.version === UNKNOWN_VERSION ? v === undefined : v === filter.version;
 }
 
-export type SigFile =
-  | { ok: true; manifest: ArtifactManifest & { signature: string } }
-  | { ok: false; error: string };
+/** What a `.sig` file says: always the signature and what it covers, the release's names when it has them. */
+export interface SignedFile {
+  sha256: string;
+  size: number;
+  signature: string;
+  kind?: ArtifactManifest['kind'];
+  version?: string;
+  target?: string;
+}
+
+export type SigFile = { ok: true; signed: SignedFile } | { ok: false; error: string };
 
 /**
- * A `.sig` file as `npm run build:agent -- --sign-key` or `charger-platform artifacts sign --json` write it:
- * `{kind, version, target?, sha256, size, signature}`. Only its shape is checked here; the API decides the rest.
+ * A `.sig` file: `npm run build:agent -- --sign-key` writes `{kind, version, target, sha256, size, signature}`,
+ * `charger-platform artifacts sign --json` prints `{sha256, size, signature}` (the kind, version and target are
+ * then typed). Only its shape is checked here; the API and the chargers decide the rest.
  */
 export function parseSigFile(text: string): SigFile {
   let raw: unknown;
@@ -71,22 +80,22 @@ export function parseSigFile(text: string): SigFile {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     return { ok: false, error: 'The signature file is not a JSON object' };
   const m = raw as Record<string, unknown>;
-  const missing = ['kind', 'version', 'sha256', 'signature'].filter((k) => typeof m[k] !== 'string');
+  const missing = ['sha256', 'signature'].filter((k) => typeof m[k] !== 'string');
   if (typeof m.size !== 'number') missing.push('size');
-  if (missing.length > 0)
-    return { ok: false, error: `The signature file lacks ${missing.join(', ')} (or they are not text)` };
-  if (m.kind !== 'agent' && m.kind !== 'firmware')
+  if (missing.length > 0) return { ok: false, error: `The signature file lacks ${missing.join(', ')}` };
+  if (m.kind !== undefined && m.kind !== 'agent' && m.kind !== 'firmware')
     return { ok: false, error: `The signature file's kind ${String(m.kind)} is neither agent nor firmware` };
+  const textOrNone = (v: unknown) => (typeof v === 'string' ? v : undefined);
   return {
     ok: true,
-    manifest: {
-      kind: m.kind,
-      version: m.version as string,
-      target: typeof m.target === 'string' ? m.target : '',
+    signed: compact({
       sha256: m.sha256 as string,
       size: m.size as number,
       signature: m.signature as string,
-    },
+      kind: m.kind as SignedFile['kind'],
+      version: textOrNone(m.version),
+      target: textOrNone(m.target),
+    }) as SignedFile,
   };
 }
 
@@ -128,8 +137,17 @@ export function updateActions(status: UpdateStatus): { pause: boolean; resume: b
   };
 }
 
-/** While an update can still move, its page reads it again. */
-export const isUpdateLive = (status: UpdateStatus): boolean => status === 'running' || status === 'paused';
+/** A charger in these states still reports, even after its update was cancelled (docs/api.md). */
+const MOVING_STATES = ['queued', 'downloading', 'install_scheduled', 'installing', 'installed'];
+
+/**
+ * While an update can still move, its page reads it again: running or paused, or cancelled with chargers that
+ * had already taken the update and go on reporting.
+ */
+export function isUpdateLive(status: UpdateStatus, progress: Record<string, number>): boolean {
+  if (status === 'running' || status === 'paused') return true;
+  return MOVING_STATES.some((s) => (progress[s] ?? 0) > 0);
+}
 
 /** The order the page lists a progress's states in: the way a charger goes, failures last. */
 const STATE_ORDER = [

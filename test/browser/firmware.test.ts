@@ -125,8 +125,12 @@ describe('the Firmware page', () => {
   it('uploads a firmware file with its .sig, shows progress, and shows the API’s refusal of a second copy', async () => {
     const form = page.getByRole('form', { name: 'Upload an artifact' });
     await form.getByLabel('File', { exact: true }).setInputFiles(files.firmware);
-    await form.getByLabel('Signature file', { exact: true }).setInputFiles(files.sig);
-    await expect.poll(() => form.locator('[data-signed-manifest]').textContent()).toContain(VERSION);
+    await form.getByLabel('Signature file (.sig, optional)').setInputFiles(files.sig);
+    // The release and its signature are filled from the .sig file.
+    await expect.poll(() => form.getByLabel('Version').inputValue()).toBe(VERSION);
+    expect(await form.getByLabel('Kind').inputValue()).toBe('firmware');
+    expect((await form.getByLabel('Signature (base64)').inputValue()).length).toBe(88);
+    expect(await form.locator('[data-sig-note]').textContent()).toBe('Signed for 3.0 MiB.');
     const progress = form.locator('progress').waitFor({ timeout: 10_000 });
     await form.getByRole('button', { name: 'Upload' }).click();
     await progress;
@@ -142,14 +146,13 @@ describe('the Firmware page', () => {
 
     // The same release again: the API's 409, in its words.
     await form.getByLabel('File', { exact: true }).setInputFiles(files.firmware);
-    await form.getByLabel('Signature file', { exact: true }).setInputFiles(files.sig);
+    await form.getByLabel('Signature file (.sig, optional)').setInputFiles(files.sig);
     await form.getByRole('button', { name: 'Upload' }).click();
     await expect
       .poll(() => form.getByRole('alert').textContent(), { timeout: 20_000 })
       .toBe(`This operator already has firmware ${VERSION} [4001]`);
 
     // A signature typed by hand that is not one: the API names its header.
-    await form.getByLabel('Typed by hand').check();
     await form.getByLabel('File', { exact: true }).setInputFiles(files.firmware);
     await form.getByLabel('Version').fill('1.4.3');
     await form.getByLabel('Signature (base64)').fill('not-a-signature');
@@ -244,6 +247,8 @@ describe('the Firmware page', () => {
     await expect.poll(() => updateStatus(page)).toBe('cancelled');
     expect(await stateOf(page, 3)).toBe('cancelled');
     expect(await page.locator('.action-buttons button').count()).toBe(0);
+    // A charger that had already taken the update goes on reporting; the page keeps following it.
+    await expect.poll(() => stateOf(page, 2), { timeout: 30_000 }).toMatch(/^(failed|cancelled)$/);
     await screenshot(page, 'update-cancelled');
   });
 

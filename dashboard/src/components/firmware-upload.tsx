@@ -1,79 +1,94 @@
 import { useState } from 'preact/hooks';
-import type { ArtifactManifest } from '../../../shared/artifact-manifest.js';
 import type { Artifact } from '../../../shared/artifacts.js';
 import { describeError, withQuery } from '../api.js';
 import { useApp } from '../app-context.js';
-import { bytes, parseSigFile, uploadMismatches } from '../firmware-rules.js';
+import { bytes, parseSigFile, type SignedFile, uploadMismatches } from '../firmware-rules.js';
 import { uploadFile } from '../upload.js';
 import { ErrorLine } from './bits.js';
 
-type Signed = ArtifactManifest & { signature: string };
-
-interface Progress {
-  sent: number;
-  total: number;
+interface Release {
+  kind: string;
+  version: string;
+  target: string;
+  signature: string;
 }
 
+const EMPTY: Release = { kind: 'firmware', version: '', target: '', signature: '' };
+
 /**
- * Upload an artifact: the file, and its signature either as the `.sig` JSON beside it (kind, version, target and
- * signature read from it) or typed by hand. The platform measures size and sha256 itself; with a `.sig` file the
- * page compares them with what was signed, since a charger would refuse a file that differs.
+ * Upload an artifact: the file, and its release and signature typed by hand or filled from the `.sig` file beside
+ * it. The platform measures size and sha256 itself; when the signature came from a `.sig` file the page compares
+ * them with what was signed, since a charger would refuse a file that differs.
  */
 export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
   const { session } = useApp();
-  const [mode, setMode] = useState<'sig' | 'typed'>('sig');
-  const [signed, setSigned] = useState<Signed | undefined>(undefined);
-  const [sigError, setSigError] = useState<string | undefined>(undefined);
-  const [progress, setProgress] = useState<Progress | undefined>(undefined);
+  const [release, setRelease] = useState<Release>(EMPTY);
+  const [signed, setSigned] = useState<SignedFile | undefined>(undefined);
+  const [sigNote, setSigNote] = useState<{ error?: string; text?: string }>({});
+  const [progress, setProgress] = useState<{ sent: number; total: number } | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
-  const [done, setDone] = useState<{ artifact: Artifact; mismatches: string[] } | undefined>(undefined);
+  const [done, setDone] = useState<{ artifact: Artifact; mismatches: string[] | undefined } | undefined>(
+    undefined,
+  );
+  const set = (field: keyof Release) => (e: Event) =>
+    setRelease({ ...release, [field]: (e.currentTarget as HTMLInputElement).value });
 
   const readSig = async (input: HTMLInputElement) => {
     setSigned(undefined);
-    setSigError(undefined);
+    setSigNote({});
     const file = input.files?.[0];
     if (!file) return;
     const parsed = parseSigFile(await file.text());
-    if (parsed.ok) setSigned(parsed.manifest);
-    else setSigError(parsed.error);
+    if (!parsed.ok) return setSigNote({ error: parsed.error });
+    const s = parsed.signed;
+    setSigned(s);
+    // A build's manifest names the release; `artifacts sign --json` does not, and what was typed stays.
+    const named = s.kind !== undefined && s.version !== undefined;
+    setRelease(
+      named
+        ? {
+            kind: s.kind ?? 'firmware',
+            version: s.version ?? '',
+            target: s.target ?? '',
+            signature: s.signature,
+          }
+        : { ...release, signature: s.signature },
+    );
+    setSigNote({
+      text: `Signed for ${bytes(s.size)}${named ? '' : '; type the kind, version and target it was signed for'}.`,
+    });
   };
 
   const submit = async (e: Event) => {
     e.preventDefault();
     const form = e.currentTarget as HTMLFormElement;
-    const data = new FormData(form);
     const file = (form.elements.namedItem('file') as HTMLInputElement).files?.[0];
     setError(undefined);
     setDone(undefined);
     if (!file) return setError('Choose the file to upload');
-    const manifest =
-      mode === 'sig'
-        ? signed
-        : {
-            kind: String(data.get('kind') ?? ''),
-            version: String(data.get('version') ?? '').trim(),
-            target: String(data.get('target') ?? '').trim(),
-            signature: String(data.get('signature') ?? '').trim(),
-          };
-    if (!manifest) return setError(sigError ?? 'Choose the signature file (.sig)');
     setProgress({ sent: 0, total: file.size });
     try {
       const path = withQuery('/v1/operator/artifacts', {
-        kind: manifest.kind,
-        version: manifest.version,
-        target: manifest.target || undefined,
+        kind: release.kind,
+        version: release.version.trim(),
+        target: release.target.trim() || undefined,
       });
+      const signature = release.signature.trim();
       const artifact = await uploadFile<Artifact>(
         path,
         session.token,
         file,
-        { 'x-artifact-signature': manifest.signature },
+        { 'x-artifact-signature': signature },
         (sent) => setProgress({ sent, total: file.size }),
       );
-      const mismatches = mode === 'sig' && signed ? uploadMismatches(signed, artifact) : [];
-      setDone({ artifact, mismatches });
+      // Compared only when the signature sent is the `.sig` file's: else nothing says what was signed.
+      const fromSig =
+        signed && signed.signature === signature ? uploadMismatches(signed, artifact) : undefined;
+      setDone({ artifact, mismatches: fromSig });
       form.reset();
+      setRelease(EMPTY);
       setSigned(undefined);
+      setSigNote({});
       onUploaded();
     } catch (err) {
       setError(describeError(err));
@@ -89,59 +104,55 @@ export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
           File
           <input name="file" type="file" required />
         </label>
+        <label>
+          Signature file (.sig, optional)
+          <input
+            name="sig"
+            type="file"
+            accept=".sig,.json,application/json"
+            onChange={(e) => void readSig(e.currentTarget)}
+          />
+        </label>
       </div>
-      <fieldset class="plain days" aria-label="Signature">
-        <label class="inline">
-          <input type="radio" name="mode" checked={mode === 'sig'} onChange={() => setMode('sig')} />
-          Signature file (.sig)
+      {sigNote.text ? (
+        <p class="small" data-sig-note="">
+          {sigNote.text}
+        </p>
+      ) : null}
+      <ErrorLine error={sigNote.error} />
+      <div class="form-row">
+        <label>
+          Kind
+          <select name="kind" value={release.kind} onChange={set('kind')}>
+            <option value="firmware">firmware</option>
+            <option value="agent">agent</option>
+          </select>
         </label>
-        <label class="inline">
-          <input type="radio" name="mode" checked={mode === 'typed'} onChange={() => setMode('typed')} />
-          Typed by hand
+        <label>
+          Version
+          <input name="version" autoComplete="off" value={release.version} onInput={set('version')} />
         </label>
-      </fieldset>
-      {mode === 'sig' ? (
-        <div class="form-row">
-          <label>
-            Signature file
-            <input
-              name="sig"
-              type="file"
-              accept=".sig,.json,application/json"
-              onChange={(e) => void readSig(e.currentTarget)}
-            />
-          </label>
-          {signed ? (
-            <p class="small" data-signed-manifest="">
-              {signed.kind} <code>{signed.version}</code> for{' '}
-              {signed.target ? <code>{signed.target}</code> : 'any target'}, {bytes(signed.size)}
-            </p>
-          ) : null}
-          <ErrorLine error={sigError} />
-        </div>
-      ) : (
-        <div class="form-row">
-          <label>
-            Kind
-            <select name="kind">
-              <option value="firmware">firmware</option>
-              <option value="agent">agent</option>
-            </select>
-          </label>
-          <label>
-            Version
-            <input name="version" autoComplete="off" />
-          </label>
-          <label>
-            Target (optional)
-            <input name="target" autoComplete="off" placeholder="any" />
-          </label>
-          <label>
-            Signature (base64)
-            <input name="signature" autoComplete="off" spellcheck={false} />
-          </label>
-        </div>
-      )}
+        <label>
+          Target (optional)
+          <input
+            name="target"
+            autoComplete="off"
+            placeholder="any"
+            value={release.target}
+            onInput={set('target')}
+          />
+        </label>
+        <label>
+          Signature (base64)
+          <input
+            name="signature"
+            autoComplete="off"
+            spellcheck={false}
+            value={release.signature}
+            onInput={set('signature')}
+          />
+        </label>
+      </div>
       <div class="action-buttons">
         <button type="submit" disabled={progress !== undefined}>
           {progress ? 'Uploading…' : 'Upload'}
@@ -154,21 +165,22 @@ export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
         ) : null}
       </div>
       <ErrorLine error={error} />
-      {done ? (
-        <p
-          class={done.mismatches.length > 0 ? 'error' : 'sent'}
-          role="status"
-          data-uploaded={done.artifact.artifact_id}
-        >
-          Uploaded {done.artifact.kind} {done.artifact.version}: {bytes(done.artifact.size)}, sha256{' '}
-          <code title={done.artifact.sha256}>{done.artifact.sha256.slice(0, 12)}…</code>
-          {done.mismatches.length > 0
-            ? ` — differs from the signature file (${done.mismatches.join('; ')}): chargers will refuse it; delete it and upload the signed file.`
-            : mode === 'sig'
-              ? ' — matches the signature file.'
-              : ''}
-        </p>
-      ) : null}
+      {done ? <Uploaded artifact={done.artifact} mismatches={done.mismatches} /> : null}
     </form>
+  );
+}
+
+function Uploaded({ artifact: a, mismatches }: { artifact: Artifact; mismatches: string[] | undefined }) {
+  const bad = mismatches !== undefined && mismatches.length > 0;
+  return (
+    <p class={bad ? 'error' : 'sent'} role="status" data-uploaded={a.artifact_id}>
+      Uploaded {a.kind} {a.version}: {bytes(a.size)}, sha256{' '}
+      <code title={a.sha256}>{a.sha256.slice(0, 12)}…</code>
+      {bad
+        ? ` — differs from the signature file (${mismatches.join('; ')}): chargers will refuse it; delete it and upload the signed file.`
+        : mismatches
+          ? ' — matches the signature file.'
+          : ''}
+    </p>
   );
 }

@@ -5,6 +5,7 @@ import { useApp, useFleet, useLoad } from '../app-context.js';
 import { Badge, ErrorLine, Loading, Section } from '../components/bits.js';
 import { ProgressCounts, UpdateStatusBadge } from '../components/update-list.js';
 import { isUpdateLive, updateActions } from '../firmware-rules.js';
+import type { FleetSnapshot } from '../fleet-store.js';
 import { dateTime } from '../format.js';
 import { href } from '../router.js';
 
@@ -21,7 +22,7 @@ export function UpdatePage({ updateId }: { updateId: string }) {
   useEffect(() => {
     if (update.data) setShown(update.data);
   }, [update.data]);
-  const live = shown ? isUpdateLive(shown.status) : false;
+  const live = shown ? isUpdateLive(shown.status, shown.progress) : false;
   useEffect(() => {
     if (!live) return;
     const timer = setInterval(update.reload, POLL_MS);
@@ -65,6 +66,7 @@ function UpdateSummaryPanel({
   onChanged: (u: UpdateView) => void;
 }) {
   const { api, canWrite } = useApp();
+  const fleet = useFleet();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
   const act = async (action: 'pause' | 'resume' | 'cancel') => {
@@ -102,7 +104,10 @@ function UpdateSummaryPanel({
         <dt>Chargers</dt>
         <dd>
           {u.device_count} ({u.target_type}
-          {u.target_ids.length > 0 ? `: ${u.target_ids.join(', ')}` : ''})
+          {u.target_ids.length > 0
+            ? `: ${u.target_ids.map((id) => targetName(fleet, u.target_type, id)).join(', ')}`
+            : ''}
+          )
         </dd>
         <dt>Install</dt>
         <dd>
@@ -141,6 +146,13 @@ function UpdateSummaryPanel({
       <ErrorLine error={error} />
     </Section>
   );
+}
+
+/** A site or charger by the name the fleet knows it by, else its id. */
+function targetName(fleet: FleetSnapshot, type: UpdateView['target_type'], id: string): string {
+  if (type === 'site') return fleet.sites.find((s) => s.site_id === id)?.name ?? id;
+  if (type === 'device') return fleet.devices.get(id)?.sn ?? id;
+  return id;
 }
 
 const BATCH_BADGE: Record<string, string> = {

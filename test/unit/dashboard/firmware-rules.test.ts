@@ -72,23 +72,23 @@ describe('versions across the fleet', () => {
 
 describe('the .sig file', () => {
   const good = { kind: 'firmware', version: '2.0.1', target: 'AC22', sha256: SHA, size: 10, signature: SIG };
+  const bare = { sha256: SHA, size: 10, signature: SIG };
   it.each([
-    ['a full manifest', JSON.stringify(good), { ok: true, manifest: good }],
+    ['a build manifest', JSON.stringify(good), { ok: true, signed: good }],
     [
-      'no target: any',
-      JSON.stringify({ ...good, target: undefined }),
-      { ok: true, manifest: { ...good, target: '' } },
+      'an empty target: any',
+      JSON.stringify({ ...good, target: '' }),
+      { ok: true, signed: { ...good, target: undefined } },
     ],
+    ['artifacts sign --json: no names', JSON.stringify(bare), { ok: true, signed: bare }],
+    ['names not text are left out', JSON.stringify({ ...bare, version: 2 }), { ok: true, signed: bare }],
     ['not JSON', '{kind:', { ok: false, error: 'The signature file is not JSON' }],
     ['an array', '[]', { ok: false, error: 'The signature file is not a JSON object' }],
     ['null', 'null', { ok: false, error: 'The signature file is not a JSON object' }],
     [
       'fields missing or of the wrong type',
-      JSON.stringify({ kind: 'agent', version: 1, size: '10' }),
-      {
-        ok: false,
-        error: 'The signature file lacks version, sha256, signature, size (or they are not text)',
-      },
+      JSON.stringify({ kind: 'agent', sha256: 1, size: '10' }),
+      { ok: false, error: 'The signature file lacks sha256, signature, size' },
     ],
     [
       'another kind',
@@ -157,13 +157,25 @@ describe('display', () => {
 
 describe('update status', () => {
   it.each([
-    ['running', { pause: true, resume: false, cancel: true }, true],
-    ['paused', { pause: false, resume: true, cancel: true }, true],
-    ['completed', { pause: false, resume: false, cancel: false }, false],
-    ['cancelled', { pause: false, resume: false, cancel: false }, false],
-  ] as const)('%s: %j, polled %s', (status, actions, live) => {
+    ['running', { pause: true, resume: false, cancel: true }],
+    ['paused', { pause: false, resume: true, cancel: true }],
+    ['completed', { pause: false, resume: false, cancel: false }],
+    ['cancelled', { pause: false, resume: false, cancel: false }],
+  ] as const)('%s: %j', (status, actions) => {
     expect(updateActions(status)).toEqual(actions);
-    expect(isUpdateLive(status)).toBe(live);
+  });
+
+  it.each([
+    ['running', {}, true],
+    ['paused', { failed: 1 }, true],
+    ['completed', { succeeded: 3 }, false],
+    ['cancelled', { cancelled: 2, failed: 1 }, false],
+    ['cancelled', { cancelled: 2, queued: 0 }, false],
+    ['cancelled', { cancelled: 2, queued: 1 }, true],
+    ['cancelled', { installing: 1 }, true],
+    ['cancelled', { installed: 1 }, true],
+  ] as const)('%s with %j: polled %s', (status, progress, live) => {
+    expect(isUpdateLive(status, progress)).toBe(live);
   });
 });
 
