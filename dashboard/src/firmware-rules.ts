@@ -99,6 +99,29 @@ export function parseSigFile(text: string): SigFile {
   };
 }
 
+/** The upload form's release fields. */
+export interface UploadRelease {
+  kind: string;
+  version: string;
+  target: string;
+  signature: string;
+}
+
+/**
+ * The release fields once a `.sig` file is read: a build's manifest names the release (a missing target: any);
+ * `artifacts sign --json` does not, and what was typed stays beside its signature.
+ */
+export function releaseFromSig(signed: SignedFile, typed: UploadRelease): UploadRelease {
+  if (signed.kind === undefined || signed.version === undefined)
+    return { ...typed, signature: signed.signature };
+  return {
+    kind: signed.kind,
+    version: signed.version,
+    target: signed.target ?? '',
+    signature: signed.signature,
+  };
+}
+
 /** What the platform measured of an upload that differs from what was signed (the charger would refuse it). */
 export function uploadMismatches(
   signed: Pick<ArtifactManifest, 'sha256' | 'size'>,

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Artifact } from '../../../shared/artifacts.js';
 import { describeError } from '../api.js';
 import { useApp } from '../app-context.js';
@@ -48,6 +48,11 @@ function ArtifactRow({ artifact: a, onDeleted }: { artifact: Artifact; onDeleted
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
+  const keep = useRef<HTMLButtonElement>(null);
+  // The Delete button goes away: focus moves to the safe answer so that the keyboard is not left on nothing.
+  useEffect(() => {
+    if (confirming) keep.current?.focus();
+  }, [confirming]);
   const remove = async () => {
     setBusy(true);
     setError(undefined);
@@ -93,7 +98,7 @@ function ArtifactRow({ artifact: a, onDeleted }: { artifact: Artifact; onDeleted
             <button type="button" class="small danger" disabled={busy} onClick={remove}>
               {busy ? 'Deleting…' : 'Yes, delete'}
             </button>{' '}
-            <button type="button" class="secondary small" onClick={() => setConfirming(false)}>
+            <button type="button" class="secondary small" ref={keep} onClick={() => setConfirming(false)}>
               Keep
             </button>
           </fieldset>

@@ -2,18 +2,18 @@ import { useState } from 'preact/hooks';
 import type { Artifact } from '../../../shared/artifacts.js';
 import { describeError, withQuery } from '../api.js';
 import { useApp } from '../app-context.js';
-import { bytes, parseSigFile, type SignedFile, uploadMismatches } from '../firmware-rules.js';
+import {
+  bytes,
+  parseSigFile,
+  releaseFromSig,
+  type SignedFile,
+  type UploadRelease,
+  uploadMismatches,
+} from '../firmware-rules.js';
 import { uploadFile } from '../upload.js';
 import { ErrorLine } from './bits.js';
 
-interface Release {
-  kind: string;
-  version: string;
-  target: string;
-  signature: string;
-}
-
-const EMPTY: Release = { kind: 'firmware', version: '', target: '', signature: '' };
+const EMPTY: UploadRelease = { kind: 'firmware', version: '', target: '', signature: '' };
 
 /**
  * Upload an artifact: the file, and its release and signature typed by hand or filled from the `.sig` file beside
@@ -22,41 +22,18 @@ const EMPTY: Release = { kind: 'firmware', version: '', target: '', signature: '
  */
 export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
   const { session } = useApp();
-  const [release, setRelease] = useState<Release>(EMPTY);
+  const [release, setRelease] = useState<UploadRelease>(EMPTY);
+  // A new key after an upload clears the signature file's note with the form.
+  const [formKey, setFormKey] = useState(0);
   const [signed, setSigned] = useState<SignedFile | undefined>(undefined);
-  const [sigNote, setSigNote] = useState<{ error?: string; text?: string }>({});
   const [progress, setProgress] = useState<{ sent: number; total: number } | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const [done, setDone] = useState<{ artifact: Artifact; mismatches: string[] | undefined } | undefined>(
     undefined,
   );
-  const set = (field: keyof Release) => (e: Event) =>
-    setRelease({ ...release, [field]: (e.currentTarget as HTMLInputElement).value });
-
-  const readSig = async (input: HTMLInputElement) => {
-    setSigned(undefined);
-    setSigNote({});
-    const file = input.files?.[0];
-    if (!file) return;
-    const parsed = parseSigFile(await file.text());
-    if (!parsed.ok) return setSigNote({ error: parsed.error });
-    const s = parsed.signed;
+  const onSigned = (s: SignedFile | undefined) => {
     setSigned(s);
-    // A build's manifest names the release; `artifacts sign --json` does not, and what was typed stays.
-    const named = s.kind !== undefined && s.version !== undefined;
-    setRelease(
-      named
-        ? {
-            kind: s.kind ?? 'firmware',
-            version: s.version ?? '',
-            target: s.target ?? '',
-            signature: s.signature,
-          }
-        : { ...release, signature: s.signature },
-    );
-    setSigNote({
-      text: `Signed for ${bytes(s.size)}${named ? '' : '; type the kind, version and target it was signed for'}.`,
-    });
+    if (s) setRelease(releaseFromSig(s, release));
   };
 
   const submit = async (e: Event) => {
@@ -88,7 +65,7 @@ export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
       form.reset();
       setRelease(EMPTY);
       setSigned(undefined);
-      setSigNote({});
+      setFormKey((k) => k + 1);
       onUploaded();
     } catch (err) {
       setError(describeError(err));
@@ -104,55 +81,9 @@ export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
           File
           <input name="file" type="file" required />
         </label>
-        <label>
-          Signature file (.sig, optional)
-          <input
-            name="sig"
-            type="file"
-            accept=".sig,.json,application/json"
-            onChange={(e) => void readSig(e.currentTarget)}
-          />
-        </label>
+        <SigFileField key={formKey} onSigned={onSigned} />
       </div>
-      {sigNote.text ? (
-        <p class="small" data-sig-note="">
-          {sigNote.text}
-        </p>
-      ) : null}
-      <ErrorLine error={sigNote.error} />
-      <div class="form-row">
-        <label>
-          Kind
-          <select name="kind" value={release.kind} onChange={set('kind')}>
-            <option value="firmware">firmware</option>
-            <option value="agent">agent</option>
-          </select>
-        </label>
-        <label>
-          Version
-          <input name="version" autoComplete="off" value={release.version} onInput={set('version')} />
-        </label>
-        <label>
-          Target (optional)
-          <input
-            name="target"
-            autoComplete="off"
-            placeholder="any"
-            value={release.target}
-            onInput={set('target')}
-          />
-        </label>
-        <label>
-          Signature (base64)
-          <input
-            name="signature"
-            autoComplete="off"
-            spellcheck={false}
-            value={release.signature}
-            onInput={set('signature')}
-          />
-        </label>
-      </div>
+      <ReleaseFields release={release} onChange={setRelease} />
       <div class="action-buttons">
         <button type="submit" disabled={progress !== undefined}>
           {progress ? 'Uploading…' : 'Upload'}
@@ -167,6 +98,92 @@ export function UploadForm({ onUploaded }: { onUploaded: () => void }) {
       <ErrorLine error={error} />
       {done ? <Uploaded artifact={done.artifact} mismatches={done.mismatches} /> : null}
     </form>
+  );
+}
+
+/** The `.sig` file: read at once, and what it says (or why it cannot be read) shown under it. */
+function SigFileField({ onSigned }: { onSigned: (s: SignedFile | undefined) => void }) {
+  const [note, setNote] = useState<{ error?: string; text?: string }>({});
+  const read = async (input: HTMLInputElement) => {
+    onSigned(undefined);
+    setNote({});
+    const file = input.files?.[0];
+    if (!file) return;
+    const parsed = parseSigFile(await file.text());
+    if (!parsed.ok) return setNote({ error: parsed.error });
+    onSigned(parsed.signed);
+    const named = parsed.signed.version !== undefined;
+    setNote({
+      text: `Signed for ${bytes(parsed.signed.size)}${named ? '' : '; type the kind, version and target it was signed for'}.`,
+    });
+  };
+  return (
+    <label>
+      Signature file (.sig, optional)
+      <input
+        name="sig"
+        type="file"
+        accept=".sig,.json,application/json"
+        onChange={(e) => void read(e.currentTarget)}
+      />
+      {note.text ? (
+        <span class="small" data-sig-note="">
+          {note.text}
+        </span>
+      ) : null}
+      {note.error ? (
+        <span class="error small" role="alert">
+          {note.error}
+        </span>
+      ) : null}
+    </label>
+  );
+}
+
+/** Kind, version, target and signature: typed, or filled from a `.sig` file and still editable. */
+function ReleaseFields({
+  release,
+  onChange,
+}: {
+  release: UploadRelease;
+  onChange: (r: UploadRelease) => void;
+}) {
+  const set = (field: keyof UploadRelease) => (e: Event) =>
+    onChange({ ...release, [field]: (e.currentTarget as HTMLInputElement).value });
+  return (
+    <div class="form-row">
+      <label>
+        Kind
+        <select name="kind" value={release.kind} onChange={set('kind')}>
+          <option value="firmware">firmware</option>
+          <option value="agent">agent</option>
+        </select>
+      </label>
+      <label>
+        Version
+        <input name="version" autoComplete="off" value={release.version} onInput={set('version')} />
+      </label>
+      <label>
+        Target (optional)
+        <input
+          name="target"
+          autoComplete="off"
+          placeholder="any"
+          value={release.target}
+          onInput={set('target')}
+        />
+      </label>
+      <label>
+        Signature (base64)
+        <input
+          name="signature"
+          autoComplete="off"
+          spellcheck={false}
+          value={release.signature}
+          onInput={set('signature')}
+        />
+      </label>
+    </div>
   );
 }
 

@@ -32,19 +32,7 @@ export function StartUpdateForm({
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    const f = new FormData(e.currentTarget as HTMLFormElement);
-    const get = (n: string) => String(f.get(n) ?? '').trim();
-    const fields: UpdateFormFields = {
-      artifact_id: get('artifact_id'),
-      target,
-      site_ids: f.getAll('site_ids').map(String),
-      install: get('install'),
-      window_start: get('window_start'),
-      window_end: get('window_end'),
-      batch_size: get('batch_size'),
-      max_failure_percent: get('max_failure_percent'),
-      health_seconds: get('health_seconds'),
-    };
+    const fields = readFields(e.currentTarget as HTMLFormElement, target);
     setBusy(true);
     setErrors({});
     setError(undefined);
@@ -86,39 +74,42 @@ export function StartUpdateForm({
           </select>
         </Field>
       </div>
-      <fieldset class="slot" aria-describedby={errors.target ? 'update-target-error' : undefined}>
-        <legend>Chargers</legend>
-        <div class="days">
-          <label class="inline">
-            <input
-              type="radio"
-              name="target"
-              checked={target === 'site'}
-              onChange={() => setTarget('site')}
-            />
-            Sites
-          </label>
-          <label class="inline">
-            <input type="radio" name="target" checked={target === 'all'} onChange={() => setTarget('all')} />
-            All chargers
-          </label>
-        </div>
-        {target === 'site' ? (
-          <div class="days">
-            {sites.map((s) => (
-              <label key={s.site_id} class="inline">
-                <input type="checkbox" name="site_ids" value={s.site_id} />
-                {s.name}
-              </label>
-            ))}
-          </div>
-        ) : null}
-        {errors.target ? (
-          <p class="error" role="alert" id="update-target-error">
-            {errors.target}
-          </p>
-        ) : null}
-      </fieldset>
+      <TargetFields target={target} onTarget={setTarget} sites={sites} error={errors.target} />
+      <WhenFields errors={errors} />
+      <button type="submit" disabled={busy}>
+        {busy ? 'Starting…' : 'Start update'}
+      </button>
+      <ErrorLine error={error} />
+      {started ? (
+        <p class="sent" role="status">
+          Started for {started.device_count} chargers:{' '}
+          <a href={href.update(started.update_id)}>follow the update</a>
+        </p>
+      ) : null}
+    </form>
+  );
+}
+
+function readFields(form: HTMLFormElement, target: 'all' | 'site'): UpdateFormFields {
+  const f = new FormData(form);
+  const get = (n: string) => String(f.get(n) ?? '').trim();
+  return {
+    artifact_id: get('artifact_id'),
+    target,
+    site_ids: f.getAll('site_ids').map(String),
+    install: get('install'),
+    window_start: get('window_start'),
+    window_end: get('window_end'),
+    batch_size: get('batch_size'),
+    max_failure_percent: get('max_failure_percent'),
+    health_seconds: get('health_seconds'),
+  };
+}
+
+/** When chargers install (a daily window in each site's time) and how the rollout goes; empty: the defaults. */
+function WhenFields({ errors }: { errors: FieldErrors }) {
+  return (
+    <>
       <div class="form-row">
         <Field label="Window start (site time, optional)" error={errors.window_start}>
           <input name="window_start" type="time" />
@@ -138,17 +129,51 @@ export function StartUpdateForm({
           <input name="health_seconds" inputMode="numeric" />
         </Field>
       </div>
-      <button type="submit" disabled={busy}>
-        {busy ? 'Starting…' : 'Start update'}
-      </button>
-      <ErrorLine error={error} />
-      {started ? (
-        <p class="sent" role="status">
-          Started for {started.device_count} chargers:{' '}
-          <a href={href.update(started.update_id)}>follow the update</a>
+    </>
+  );
+}
+
+/** All chargers, or the sites ticked. */
+function TargetFields({
+  target,
+  onTarget,
+  sites,
+  error,
+}: {
+  target: 'all' | 'site';
+  onTarget: (t: 'all' | 'site') => void;
+  sites: readonly SiteView[];
+  error: string | undefined;
+}) {
+  return (
+    <fieldset class="slot" aria-describedby={error ? 'update-target-error' : undefined}>
+      <legend>Chargers</legend>
+      <div class="days">
+        <label class="inline">
+          <input type="radio" name="target" checked={target === 'site'} onChange={() => onTarget('site')} />
+          Sites
+        </label>
+        <label class="inline">
+          <input type="radio" name="target" checked={target === 'all'} onChange={() => onTarget('all')} />
+          All chargers
+        </label>
+      </div>
+      {target === 'site' ? (
+        <div class="days">
+          {sites.map((s) => (
+            <label key={s.site_id} class="inline">
+              <input type="checkbox" name="site_ids" value={s.site_id} />
+              {s.name}
+            </label>
+          ))}
+        </div>
+      ) : null}
+      {error ? (
+        <p class="error" role="alert" id="update-target-error">
+          {error}
         </p>
       ) : null}
-    </form>
+    </fieldset>
   );
 }
 

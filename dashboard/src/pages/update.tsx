@@ -65,27 +65,7 @@ function UpdateSummaryPanel({
   update: UpdateView;
   onChanged: (u: UpdateView) => void;
 }) {
-  const { api, canWrite } = useApp();
   const fleet = useFleet();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | undefined>(undefined);
-  const act = async (action: 'pause' | 'resume' | 'cancel') => {
-    setBusy(true);
-    setError(undefined);
-    const path = `/v1/operator/updates/${encodeURIComponent(u.update_id)}`;
-    try {
-      onChanged(
-        action === 'cancel'
-          ? await api.del<UpdateView>(path)
-          : await api.post<UpdateView>(`${path}/${action}`),
-      );
-    } catch (err) {
-      setError(describeError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  const can = updateActions(u.status);
   const r = u.rollout;
   return (
     <Section title="Status">
@@ -124,6 +104,35 @@ function UpdateSummaryPanel({
         <dt>Changed</dt>
         <dd>{dateTime(u.updated_at)}</dd>
       </dl>
+      <UpdateActions update={u} onChanged={onChanged} />
+    </Section>
+  );
+}
+
+/** Pause, resume and cancel, as the update's status allows; each answers the update as it now stands. */
+function UpdateActions({ update: u, onChanged }: { update: UpdateView; onChanged: (u: UpdateView) => void }) {
+  const { api, canWrite } = useApp();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const act = async (action: 'pause' | 'resume' | 'cancel') => {
+    setBusy(true);
+    setError(undefined);
+    const path = `/v1/operator/updates/${encodeURIComponent(u.update_id)}`;
+    try {
+      onChanged(
+        action === 'cancel'
+          ? await api.del<UpdateView>(path)
+          : await api.post<UpdateView>(`${path}/${action}`),
+      );
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const can = updateActions(u.status);
+  return (
+    <>
       {canWrite && (can.pause || can.resume || can.cancel) ? (
         <div class="action-buttons">
           {can.pause ? (
@@ -144,7 +153,7 @@ function UpdateSummaryPanel({
         </div>
       ) : null}
       <ErrorLine error={error} />
-    </Section>
+    </>
   );
 }
 

@@ -5,6 +5,7 @@ import {
   matchesVersion,
   parseSigFile,
   progressEntries,
+  releaseFromSig,
   shortSha,
   type UpdateFormFields,
   updateActions,
@@ -110,6 +111,29 @@ describe('the .sig file', () => {
     ],
   ])('signed %j, measured %j: %j', (signed, measured, expected) => {
     expect(uploadMismatches(signed, measured)).toEqual(expected);
+  });
+});
+
+describe('the release fields from a .sig file', () => {
+  const typed = { kind: 'agent', version: '9.9', target: 'x', signature: 'typed' };
+  it.each([
+    [
+      'a build manifest replaces what was typed',
+      { sha256: SHA, size: 1, signature: SIG, kind: 'firmware', version: '2.0', target: 'AC22' },
+      { kind: 'firmware', version: '2.0', target: 'AC22', signature: SIG },
+    ],
+    [
+      'a build manifest without target: any',
+      { sha256: SHA, size: 1, signature: SIG, kind: 'agent', version: '2.0' },
+      { kind: 'agent', version: '2.0', target: '', signature: SIG },
+    ],
+    [
+      'artifacts sign --json: only the signature changes',
+      { sha256: SHA, size: 1, signature: SIG },
+      { ...typed, signature: SIG },
+    ],
+  ] as const)('%s', (_name, signed, expected) => {
+    expect(releaseFromSig(signed, typed)).toEqual(expected);
   });
 });
 
