@@ -131,13 +131,17 @@ describe('the Firmware page', () => {
     expect(await form.getByLabel('Kind').inputValue()).toBe('firmware');
     expect((await form.getByLabel('Signature (base64)').inputValue()).length).toBe(88);
     expect(await form.locator('[data-sig-note]').textContent()).toBe('Signed for 3.0 MiB.');
-    const progress = form.locator('progress').waitFor({ timeout: 10_000 });
+    // The bar lives only while the bytes go (a moment on loopback): a MutationObserver sees it come.
+    await page.evaluate(`new MutationObserver(() => {
+      const bar = document.querySelector('form progress');
+      if (bar) window.progressMax = bar.max;
+    }).observe(document.body, { subtree: true, childList: true })`);
     await form.getByRole('button', { name: 'Upload' }).click();
-    await progress;
     const uploaded = form.locator('[data-uploaded]');
     await expect
       .poll(() => uploaded.textContent(), { timeout: 20_000 })
       .toContain('matches the signature file');
+    expect(await page.evaluate('window.progressMax')).toBe(FIRMWARE_BYTES);
     const row = page.locator('table.artifacts tbody tr', { hasText: VERSION });
     await row.waitFor();
     expect(await row.locator('code[title]').getAttribute('title')).toBe(files.sha256);
@@ -252,27 +256,7 @@ describe('the Firmware page', () => {
     await screenshot(page, 'update-cancelled');
   });
 
-  it('deletes the artifact once no update uses it', async () => {
-    await page
-      .getByRole('navigation', { name: 'Breadcrumb' })
-      .getByRole('link', { name: 'Firmware' })
-      .click();
-    const row = page.locator('table.artifacts tbody tr', { hasText: VERSION });
-    await row.getByRole('button', { name: `Delete firmware ${VERSION}` }).click();
-    await row.getByRole('button', { name: 'Keep' }).click();
-    expect(await row.count()).toBe(1);
-    await row.getByRole('button', { name: `Delete firmware ${VERSION}` }).click();
-    await row.getByRole('button', { name: 'Yes, delete' }).click();
-    await expect.poll(() => row.count()).toBe(0);
-    const listed = await http.get('/v1/operator/artifacts', { token: apiToken });
-    expect(listed.body.data.total).toBe(0);
-    // The browser logs each refused request (409, 400) as a failed resource; nothing else went wrong.
-    expect(w.problems.filter((p) => !/status of (400|409)/.test(p))).toEqual([]);
-    expect([...w.origins]).toEqual([serve.url]);
-    await w.close();
-  });
-
-  it('works at phone width, the update page reached with the keyboard', async () => {
+  it('works at phone width with an artifact and updates, the update page reached with the keyboard', async () => {
     const phone = await openDashboard(browser, serve.url, { width: 390, height: 844 });
     const p = phone.page;
     await signIn(p, serve.clientId!, serve.clientSecret!);
@@ -291,5 +275,27 @@ describe('the Firmware page', () => {
     expect(await p.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     expect(phone.problems).toEqual([]);
     await phone.close();
+  });
+
+  it('deletes the artifact once no update uses it', async () => {
+    await page
+      .getByRole('navigation', { name: 'Breadcrumb' })
+      .getByRole('link', { name: 'Firmware' })
+      .click();
+    const row = page.locator('table.artifacts tbody tr', { hasText: VERSION });
+    await row.getByRole('button', { name: `Delete firmware ${VERSION}` }).click();
+    // The question takes the focus (its safe answer), so the keyboard is not left on a button that went away.
+    await expect.poll(() => page.evaluate('document.activeElement?.textContent')).toBe('Keep');
+    await page.keyboard.press('Enter');
+    expect(await row.count()).toBe(1);
+    await row.getByRole('button', { name: `Delete firmware ${VERSION}` }).click();
+    await row.getByRole('button', { name: 'Yes, delete' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    const listed = await http.get('/v1/operator/artifacts', { token: apiToken });
+    expect(listed.body.data.total).toBe(0);
+    // The browser logs each refused request (409, 400) as a failed resource; nothing else went wrong.
+    expect(w.problems.filter((p) => !/status of (400|409)/.test(p))).toEqual([]);
+    expect([...w.origins]).toEqual([serve.url]);
+    await w.close();
   });
 });

@@ -28,9 +28,7 @@ export function ArtifactsTable({
             </th>
             <th scope="col">SHA-256</th>
             <th scope="col">Created</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
+            <th scope="col">Actions</th>
           </tr>
         </thead>
         <tbody>
