@@ -44,7 +44,7 @@ export function FleetVersions({
           <h3>
             {chosen.length} chargers on {FIELD_TITLE[filter.field].toLowerCase()} {filter.version}{' '}
             <a href={href.firmware()} class="small">
-              (show none)
+              (hide the list)
             </a>
           </h3>
           <DeviceTable devices={chosen} siteNames={siteNames} now={now} />

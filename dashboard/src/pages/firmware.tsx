@@ -55,7 +55,10 @@ export function FirmwarePage({ query }: { query: URLSearchParams }) {
       >
         <ErrorLine error={artifacts.error} />
         {artifacts.data ? (
-          <ArtifactsTable artifacts={artifacts.data.items} onDeleted={artifacts.reload} />
+          <>
+            <ArtifactsTable artifacts={artifacts.data.items} onDeleted={artifacts.reload} />
+            <PartNote shown={artifacts.data.items.length} total={artifacts.data.total} />
+          </>
         ) : artifacts.loading ? (
           <Loading what="artifacts" />
         ) : null}
@@ -80,12 +83,25 @@ export function FirmwarePage({ query }: { query: URLSearchParams }) {
       >
         <ErrorLine error={updates.error} />
         {updates.data ? (
-          <UpdatesTable updates={updates.data.items} />
+          <>
+            <UpdatesTable updates={updates.data.items} />
+            <PartNote shown={updates.data.items.length} total={updates.data.total} />
+          </>
         ) : updates.loading ? (
           <Loading what="updates" />
         ) : null}
       </Section>
     </>
+  );
+}
+
+/** The lists read one page of the newest; beyond it, the API has the rest. */
+function PartNote({ shown, total }: { shown: number; total: number }) {
+  if (total <= shown) return null;
+  return (
+    <p class="muted small">
+      The newest {shown} of {total}; the API lists the rest.
+    </p>
   );
 }
 

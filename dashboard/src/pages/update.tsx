@@ -9,6 +9,8 @@ import type { FleetSnapshot } from '../fleet-store.js';
 import { dateTime } from '../format.js';
 import { href } from '../router.js';
 
+/** Rows drawn at most, every poll: an update may reach 100,000 chargers. */
+const MAX_ROWS = 1000;
 /** Read again this often while the update can still move; stops when the page is left or the update ends. */
 const POLL_MS = 2000;
 
@@ -228,7 +230,7 @@ function DevicesTable({ devices, kind }: { devices: readonly UpdateDevice[]; kin
           </tr>
         </thead>
         <tbody>
-          {devices.map((d) => (
+          {devices.slice(0, MAX_ROWS).map((d) => (
             <tr key={d.device_id} data-device-id={d.device_id} data-state={d.state} data-batch={d.batch}>
               <th scope="row">
                 <a href={href.device(d.device_id)}>{fleet.devices.get(d.device_id)?.sn ?? d.device_id}</a>
@@ -246,6 +248,16 @@ function DevicesTable({ devices, kind }: { devices: readonly UpdateDevice[]; kin
           ))}
         </tbody>
       </table>
+      {devices.length > MAX_ROWS ? (
+        <p class="muted small">
+          The first {MAX_ROWS} of {devices.length} chargers; the progress above counts them all.
+        </p>
+      ) : null}
+      {devices.length > MAX_ROWS ? (
+        <p class="muted small">
+          The first {MAX_ROWS} of {devices.length} chargers; the progress above counts them all.
+        </p>
+      ) : null}
     </div>
   );
 }
