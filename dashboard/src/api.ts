@@ -123,12 +123,15 @@ async function readJson(response: Response): Promise<unknown> {
 }
 
 function errorFrom(response: Response, body: unknown): ApiError {
+  return errorFromBody(response.status, response.statusText, body);
+}
+
+export function errorFromBody(status: number, statusText: string, body: unknown): ApiError {
   const b = (body ?? {}) as { code?: unknown; message?: unknown; details?: unknown };
-  const message =
-    typeof b.message === 'string' ? b.message : `HTTP ${response.status} ${response.statusText}`;
+  const message = typeof b.message === 'string' ? b.message : `HTTP ${status} ${statusText}`;
   const details =
     typeof b.details === 'object' && b.details !== null ? (b.details as Record<string, unknown>) : undefined;
-  return new ApiError(message, response.status, typeof b.code === 'number' ? b.code : undefined, details);
+  return new ApiError(message, status, typeof b.code === 'number' ? b.code : undefined, details);
 }
 
 /** Any failure as a line for the page: an API error as the API worded it. */

@@ -8,10 +8,12 @@ import { Layout } from './components/layout.js';
 import { createFleetStore } from './fleet-store.js';
 import { openLiveStream } from './live-stream.js';
 import { DevicePage } from './pages/device.js';
+import { FirmwarePage } from './pages/firmware.js';
 import { Overview } from './pages/overview.js';
 import { RecordsPage } from './pages/records.js';
 import { SignIn } from './pages/sign-in.js';
 import { SitePage } from './pages/site.js';
+import { UpdatePage } from './pages/update.js';
 import { parseRoute, type Route } from './router.js';
 import { canWrite, loadSession, type Session, saveSession } from './session.js';
 
@@ -106,6 +108,10 @@ function Page({ route }: { route: Route }) {
       return <DevicePage key={route.deviceId} deviceId={route.deviceId} />;
     case 'records':
       return <RecordsPage query={route.query} />;
+    case 'firmware':
+      return <FirmwarePage query={route.query} />;
+    case 'update':
+      return <UpdatePage key={route.updateId} updateId={route.updateId} />;
     default:
       return (
         <section class="panel">

@@ -4,6 +4,8 @@ export type Route =
   | { page: 'site'; siteId: string }
   | { page: 'device'; deviceId: string }
   | { page: 'records'; query: URLSearchParams }
+  | { page: 'firmware'; query: URLSearchParams }
+  | { page: 'update'; updateId: string }
   | { page: 'not-found'; hash: string };
 
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -21,6 +23,10 @@ export function parseRoute(hash: string): Route {
   }
   if (parts.length === 1 && first === 'records')
     return { page: 'records', query: new URLSearchParams(search) };
+  if (parts.length === 1 && first === 'firmware')
+    return { page: 'firmware', query: new URLSearchParams(search) };
+  if (parts.length === 2 && first === 'updates' && second && ID.test(second))
+    return { page: 'update', updateId: second };
   return { page: 'not-found', hash: path };
 }
 
@@ -32,4 +38,10 @@ export const href = {
     const q = query?.toString();
     return q ? `#/records?${q}` : '#/records';
   },
+  /** The Firmware page; `agent_version=` or `firmware_version=` lists the chargers on that version. */
+  firmware: (query?: URLSearchParams) => {
+    const q = query?.toString();
+    return q ? `#/firmware?${q}` : '#/firmware';
+  },
+  update: (updateId: string) => `#/updates/${encodeURIComponent(updateId)}`,
 };

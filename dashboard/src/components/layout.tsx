@@ -41,6 +41,12 @@ export function Layout({
           <a href={href.records()} aria-current={current('records')}>
             Charging records
           </a>
+          <a
+            href={href.firmware()}
+            aria-current={route.page === 'firmware' || route.page === 'update' ? 'page' : undefined}
+          >
+            Firmware
+          </a>
         </nav>
         <div class="who">
           <span class={`live live-${link}`} role="status" aria-live="polite" data-link={link}>

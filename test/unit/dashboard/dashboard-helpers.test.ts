@@ -46,11 +46,23 @@ describe('routes', () => {
     ['#/', { page: 'overview' }],
     ['#/sites/site_1', { page: 'site', siteId: 'site_1' }],
     ['#/devices/dev_abc', { page: 'device', deviceId: 'dev_abc' }],
+    ['#/updates/upd_1', { page: 'update', updateId: 'upd_1' }],
+    ['#/updates/<x>', { page: 'not-found', hash: '/updates/<x>' }],
+    ['#/updates', { page: 'not-found', hash: '/updates' }],
     ['#/devices/<script>', { page: 'not-found', hash: '/devices/<script>' }],
     ['#/devices/a/b', { page: 'not-found', hash: '/devices/a/b' }],
     ['#/nowhere', { page: 'not-found', hash: '/nowhere' }],
   ])('%s', (hash, expected) => {
     expect(parseRoute(hash)).toEqual(expected);
+  });
+
+  it('keeps the Firmware page’s version filter in the URL and reads it back', () => {
+    const q = new URLSearchParams({ agent_version: '1.2.0+b1' });
+    const route = parseRoute(href.firmware(q));
+    expect(route.page).toBe('firmware');
+    if (route.page === 'firmware') expect(route.query.get('agent_version')).toBe('1.2.0+b1');
+    expect(parseRoute(href.firmware())).toEqual({ page: 'firmware', query: new URLSearchParams() });
+    expect(parseRoute(href.update('upd_9'))).toEqual({ page: 'update', updateId: 'upd_9' });
   });
 
   it('keeps the records filters in the URL and reads them back', () => {
