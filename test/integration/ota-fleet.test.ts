@@ -275,18 +275,8 @@ describe('an agent release to a fleet of 20 in batches of 5', () => {
       30_000,
     );
     const artifactId = await upload(archives['1.1.0']!, signed(archives['1.1.0']!));
-    const started = await tp.http.post('/v1/operator/updates', {
-      token: tenant.token,
-      json: {
-        artifact_id: artifactId,
-        target_type: 'site',
-        target_ids: [tenant.siteId],
-        install: 'immediate',
-        rollout: { batch_size: BATCH, health_seconds: 5 },
-      },
-    });
-    expect(started.status, started.text).toBe(200);
-    const view = await follow(started.body.data.update_id, (v) => v.status !== 'running', 240_000);
+    const updateId = await updateSite(artifactId, { health_seconds: 5 });
+    const view = await follow(updateId, (v) => v.status !== 'running', 240_000);
     expect(view.status, JSON.stringify(view.devices)).toBe('completed');
     expect(view.progress).toEqual({ succeeded: CHARGERS });
     expect(view.batches).toHaveLength(CHARGERS / BATCH);
@@ -304,19 +294,9 @@ describe('an agent release to a fleet of 20 in batches of 5', () => {
 
   it('rolls a release that exits at start back by itself, and pauses before the second batch', async () => {
     const artifactId = await upload(archives['1.2.0']!, signed(archives['1.2.0']!));
-    const started = await tp.http.post('/v1/operator/updates', {
-      token: tenant.token,
-      json: {
-        artifact_id: artifactId,
-        target_type: 'site',
-        target_ids: [tenant.siteId],
-        install: 'immediate',
-        rollout: { batch_size: BATCH, health_seconds: 5, max_failure_percent: 20 },
-      },
-    });
-    expect(started.status, started.text).toBe(200);
+    const updateId = await updateSite(artifactId, { health_seconds: 5, max_failure_percent: 20 });
     const view = await follow(
-      started.body.data.update_id,
+      updateId,
       (v) => v.devices.filter((d: { state: string }) => d.state === 'rolled_back').length === BATCH,
       180_000,
     );
@@ -332,7 +312,7 @@ describe('an agent release to a fleet of 20 in batches of 5', () => {
       token: tenant.token,
     });
     expect(onOld.body.data.total).toBe(CHARGERS);
-    const cancelled = await tp.http.delete(`/v1/operator/updates/${started.body.data.update_id}`, {
+    const cancelled = await tp.http.delete(`/v1/operator/updates/${updateId}`, {
       token: tenant.token,
     });
     expect(cancelled.status).toBe(200);
