@@ -251,8 +251,9 @@ export function createUpdateService(deps: UpdateServiceDeps) {
       const nowMs = deps.now();
       if (!(await deps.commands.cancelUpdate(updateId, nowMs)))
         throw errors.conflict(`The update is ${update.status}: it can no longer be cancelled`);
-      const shown = await view((await store.getUpdate(updateId)) ?? update);
-      deps.statusChanged?.({ ...update, status: 'cancelled' }, shown.progress, nowMs);
+      const cancelled = (await store.getUpdate(updateId)) ?? { ...update, status: 'cancelled' as const };
+      const shown = await view(cancelled);
+      deps.statusChanged?.(cancelled, shown.progress, nowMs);
       return shown;
     },
 

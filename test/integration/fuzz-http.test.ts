@@ -311,6 +311,15 @@ function sampleBody(route: AnyRoute): unknown {
       command: 'set_power_limit',
       params: { power_limit_percent: 50, duration: 600, reason: 'fuzz' },
     },
+    // An artifact nobody has: every mutation of it is refused before anything is rolled out.
+    'POST /v1/operator/updates': {
+      artifact_id: 'art_fuzz_missing',
+      target_type: 'site',
+      target_ids: [tenant.siteId],
+      install: 'when_idle',
+      window: { start: '22:00', end: '06:00' },
+      rollout: { batch_size: 5, max_failure_percent: 20, health_seconds: 600, max_site_percent: 50 },
+    },
     'POST /v1/device/register': {
       sn: 'SN-FUZZ-NEVER',
       model: 'Fuzz AC',

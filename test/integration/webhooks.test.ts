@@ -269,6 +269,20 @@ describe('events', () => {
     });
     expect(flex.status, flex.text).toBe(200);
     await tp.http.delete(`/v1/operator/control/${flex.body.data.control_id}`, { token: tenant.token });
+    // update.status_changed: running, then cancelled (DESIGN.md §19).
+    const artifact = await tp.http.post('/v1/operator/artifacts?kind=firmware&version=wh-2.0.0', {
+      token: tenant.token,
+      raw: Buffer.from('a firmware image'),
+      contentType: 'application/octet-stream',
+      headers: { 'x-artifact-signature': `${'A'.repeat(86)}==` },
+    });
+    expect(artifact.status, artifact.text).toBe(200);
+    const update = await tp.http.post('/v1/operator/updates', {
+      token: tenant.token,
+      json: { artifact_id: artifact.body.data.artifact_id, target_type: 'device', target_ids: [deviceId] },
+    });
+    expect(update.status, update.text).toBe(200);
+    await tp.http.delete(`/v1/operator/updates/${update.body.data.update_id}`, { token: tenant.token });
     // device.offline
     await tp.http.post('/v1/device/heartbeat', {
       token: d.token,
@@ -305,8 +319,16 @@ describe('events', () => {
     ).toHaveLength(3);
     const controls = got.map((r) => r.event).filter((e) => e.type === 'control.status_changed');
     expect(controls.map((e) => e.data.status)).toEqual(['executing', 'cancelled']);
+    const updates = got.map((r) => r.event).filter((e) => e.type === 'update.status_changed');
+    expect(updates.map((e) => e.data.status)).toEqual(['running', 'cancelled']);
+    expect(updates[1]!.data).toMatchObject({
+      reason: 'the update was cancelled',
+      progress: { cancelled: 1 },
+    });
     // Every type of DESIGN.md §14 was seen.
-    expect(new Set([...types, ...controls.map((e) => e.type)])).toEqual(new Set(WEBHOOK_EVENT_TYPES));
+    expect(new Set([...types, ...controls.map((e) => e.type), ...updates.map((e) => e.type)])).toEqual(
+      new Set(WEBHOOK_EVENT_TYPES),
+    );
 
     const byType = Object.fromEntries(mine.map((e) => [e.type, e]));
     expect(byType['device.registered'].data).toMatchObject({
