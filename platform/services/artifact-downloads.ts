@@ -3,9 +3,14 @@ import { ErrorCode } from '../../shared/index.js';
 import { ApiError, errors } from '../domain/api-error.js';
 import { decideRange } from '../domain/byte-range.js';
 import type { Store } from '../storage/store.js';
+import { createTickBudget } from './tick-budget.js';
 
 /** Downloads one instance serves at once (DESIGN.md §19); more are told to come back (429, Retry-After). */
 export const DOWNLOADS_PER_INSTANCE = 64;
+/** What a download writes to its socket at once. */
+const SLICE_BYTES = 64 * 1024;
+/** Chunks read and handed to sockets per turn of the event loop, across every download of the instance. */
+const CHUNKS_PER_TICK = 4;
 /** Seconds a charger turned away waits before it asks again. */
 export const DOWNLOAD_RETRY_AFTER_SECONDS = 30;
 
@@ -17,27 +22,32 @@ export interface ArtifactDownload {
 
 /**
  * The bytes `start`..`end` (inclusive) of an artifact, read one stored chunk at a time as the client takes them:
- * a slow charger holds one chunk in memory, not its file.
+ * a slow charger holds one chunk in memory, not its file. `lastRead` is told once the last chunk is read.
  */
 function chunkStream(
   store: Pick<Store, 'readArtifactChunks'>,
   artifact: { artifact_id: string; chunk_bytes: number },
-  start: number,
-  end: number,
+  range: { start: number; end: number },
+  hooks: { turn: () => Promise<void>; lastRead: () => void },
 ): Readable {
+  const { start, end } = range;
   const artifactId = artifact.artifact_id;
   const chunkBytes = artifact.chunk_bytes;
   async function* bytes(): AsyncGenerator<Buffer> {
     const first = Math.floor(start / chunkBytes);
     const last = Math.floor(end / chunkBytes);
     for (let index = first; index <= last; index++) {
+      await hooks.turn();
       const [chunk] = await store.readArtifactChunks(artifactId, index, index);
       // Deleted while it was being read: the answer ends short, which the charger's size check catches.
       if (!chunk) throw new Error(`artifact ${artifactId} lost chunk ${index} while it was served`);
       const base = index * chunkBytes;
       const from = Math.max(start - base, 0);
       const to = Math.min(end - base + 1, chunk.length);
-      yield from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to);
+      if (index === last) hooks.lastRead();
+      // Handed over in slices: a socket's buffer then holds a slice, not a chunk, while its charger reads.
+      for (let at = from; at < to; at += SLICE_BYTES)
+        yield chunk.subarray(at, Math.min(at + SLICE_BYTES, to));
     }
   }
   return Readable.from(bytes(), { objectMode: false });
@@ -54,6 +64,8 @@ export function createArtifactDownloads(deps: {
 }) {
   const limit = deps.limit ?? DOWNLOADS_PER_INSTANCE;
   let active = 0;
+  // A few chunks per turn of the event loop, whatever the number of downloads: the charger API stays responsive.
+  const turn = createTickBudget(CHUNKS_PER_TICK);
 
   return {
     /** Downloads under way on this instance. */
@@ -89,11 +101,16 @@ export function createArtifactDownloads(deps: {
       }
       const [start, end] =
         decision.kind === 'partial' ? [decision.start, decision.end] : [0, artifact.size - 1];
-      const body = chunkStream(deps.store, artifact, start, end);
+      // The slot is freed once the last chunk is read (a charger that takes its next download on the same
+      // connection as soon as it has every byte must not find it still taken), or when the stream is torn down.
+      let counted = true;
+      const release = () => {
+        if (counted) active -= 1;
+        counted = false;
+      };
       active += 1;
-      body.once('close', () => {
-        active -= 1;
-      });
+      const body = chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
+      body.once('close', release);
       const headers: Record<string, string> = {
         'content-type': 'application/octet-stream',
         'content-length': String(end - start + 1),
