@@ -208,8 +208,8 @@ export function createSqliteUpdates({ db, prepared, commands }: SqliteUpdatesDep
         const slice = deviceIds.slice(i, i + 500);
         found.push(
           ...(prepared(
-            `SELECT ud.device_id, ud.update_id FROM update_devices ud JOIN updates u ON u.update_id = ud.update_id
-             WHERE ud.device_id IN (${placeholders(slice.length)}) AND ud.state NOT IN (${FINAL})`,
+            `SELECT device_id, update_id FROM update_devices
+             WHERE device_id IN (${placeholders(slice.length)}) AND state NOT IN (${FINAL})`,
           ).all(...slice) as Array<{ device_id: string; update_id: string }>),
         );
       }
