@@ -12,19 +12,12 @@
  * - One update at a time; a second one waits its turn.
  */
 
-import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import type { Logger } from 'pino';
 import { REASON_MAX_LENGTH } from '../../shared/limits.js';
-import { type Clock, createWakeup, iso, sleep } from '../clock.js';
+import { createWakeup, iso, sleep } from '../clock.js';
 import { decideInstallTiming, nextSlotStart } from '../core/install-timing.js';
-import type { StoredSchedule } from '../core/schedule-engine.js';
-import {
-  checkUpdateManifest,
-  type SignedArtifactManifest,
-  type UpdateTargetContext,
-} from '../core/update-manifest.js';
+import { checkUpdateManifest, type SignedArtifactManifest } from '../core/update-manifest.js';
 import {
   canMove,
   commandOutcomeOf,
@@ -34,51 +27,19 @@ import {
   resumeStepOf,
   type UpdatePhase,
 } from '../core/update-progress.js';
-import type { Hal } from '../hal.js';
-import type { AgentStore, StoredUpdate, UpdateParams } from '../store/agent-store.js';
+import type { StoredUpdate, UpdateParams } from '../store/agent-store.js';
 import { checkArtifact } from './artifact-check.js';
-import {
-  type ArtifactSource,
-  artifactFiles,
-  downloadArtifact,
-  type FreeSpaceReader,
-} from './artifact-download.js';
-import type { AgentReleases, InstallOutcome } from './update-install.js';
+import { artifactFiles, downloadArtifact } from './artifact-download.js';
+import type { InstallOutcome } from './update-install.js';
+import type { UpdateRunnerOptions } from './update-runner-options.js';
 import { createInstallSteps } from './update-steps.js';
+
+export type { UpdateRunnerOptions } from './update-runner-options.js';
 
 /** How often a waiting install looks again when nothing told it to (a missed event, a window opening). */
 const RECHECK_MS = 60_000;
 /** How often a download waits for the platform link (not registered yet) before trying. */
 const LINK_WAIT_MS = 5_000;
-
-export interface UpdateRunnerOptions {
-  store: AgentStore;
-  hal: Hal;
-  clock: Clock;
-  logger: Logger;
-  /** `DATA_DIR/updates`. */
-  dir: string;
-  keys: readonly KeyObject[];
-  target: Omit<UpdateTargetContext, 'trustedKeys'>;
-  /** The platform's download, once the agent is registered. */
-  source: () => ArtifactSource | undefined;
-  /** Connectors charging or discharging now (read on the serial runner). */
-  busyConnectors: () => Promise<number[]>;
-  schedules: () => StoredSchedule[];
-  /** Runs HAL work that must not interleave with commands and control passes (the serial runner). */
-  runExclusive: <T>(work: () => Promise<T>) => Promise<T>;
-  /** The A/B release layer; absent when the agent was not installed with `charger-agent install`. */
-  releases?: AgentReleases;
-  runningVersion: string;
-  /** The trial release's commit conditions: a token, a heartbeat, a control pass and a HAL read since start. */
-  healthy?: () => Promise<boolean>;
-  /** Ends the process so the launcher starts the staged release (after a graceful stop). */
-  requestRestart?: () => void;
-  random?: () => number;
-  freeSpace?: FreeSpaceReader;
-  /** A report was queued (the uplink wakes up). */
-  onReport?: () => void;
-}
 
 export interface UpdateRunner {
   /**

@@ -15,7 +15,7 @@ import {
   type InstallOutcome,
   installFirmware,
 } from './update-install.js';
-import type { UpdateRunnerOptions } from './update-runner.js';
+import type { UpdateRunnerOptions } from './update-runner-options.js';
 
 /** The shortest time a new release is given to commit (a start, a token and a heartbeat take seconds). */
 export const TRIAL_MIN_SECONDS = 30;
