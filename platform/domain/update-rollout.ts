@@ -40,6 +40,23 @@ export const ACTIVE_DEVICE_STATES: readonly UpdateDeviceState[] = [
 
 export const isFinalState = (state: UpdateDeviceState): boolean => FINAL.has(state);
 
+/**
+ * Why a charger targeted by an update is `skipped` (in no batch), or undefined when it takes part: it runs the
+ * artifact's version already, or — for an agent release — it never reported an `agent_version`, so it does not
+ * run charger-agent (another vendor's software speaking the API, or an agent older than updates) and could
+ * never take one; left in, it would hold its batch until its command expired a day later.
+ */
+export function skipReasonOf(
+  artifact: { kind: 'agent' | 'firmware'; version: string },
+  charger: { agent_version: string | null; firmware_version: string | null },
+): string | undefined {
+  const running = artifact.kind === 'agent' ? charger.agent_version : charger.firmware_version;
+  if (running === artifact.version) return `already on ${artifact.version}`;
+  if (artifact.kind === 'agent' && charger.agent_version === null)
+    return 'reports no agent_version: it does not run charger-agent, or one too old to update itself';
+  return undefined;
+}
+
 /** The request's rollout with every default filled in; a missing batch size is one batch of everything. */
 export function rolloutSettings(
   requested: { batch_size?: number | undefined } & Omit<RolloutSettings, 'batch_size'>,

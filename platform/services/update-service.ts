@@ -15,6 +15,7 @@ import {
   planBatches,
   progressOf,
   rolloutSettings,
+  skipReasonOf,
 } from '../domain/update-rollout.js';
 import type { Page } from '../storage/page.js';
 import type { Store, UpdateCandidate, UpdateDeviceRow, UpdateRow } from '../storage/store.js';
@@ -154,8 +155,8 @@ export function createUpdateService(deps: UpdateServiceDeps) {
       const artifact = await store.getArtifactForOperators(request.artifact_id, actor.operatorIds);
       if (!artifact) throw errors.notFound('Artifact');
       const candidates = await candidatesFor(request, artifact.operator_id, artifact.kind, artifact.target);
-      const onVersion = (c: UpdateCandidate) => versionOf(artifact.kind, c) === artifact.version;
-      const toUpdate = candidates.filter((c) => !onVersion(c));
+      const skipped = new Map(candidates.map((c) => [c.device_id, skipReasonOf(artifact, c)]));
+      const toUpdate = candidates.filter((c) => skipped.get(c.device_id) === undefined);
       const rollout = rolloutSettings(request.rollout, toUpdate.length);
       const batches = planBatches(toUpdate, rollout);
       const batchOf = new Map(toUpdate.map((c, i) => [c.device_id, batches[i]!]));
@@ -179,18 +180,21 @@ export function createUpdateService(deps: UpdateServiceDeps) {
         created_ms: nowMs,
         updated_ms: nowMs,
       };
-      const devices: UpdateDeviceRow[] = candidates.map((c) => ({
-        update_id: update.update_id,
-        device_id: c.device_id,
-        batch: batchOf.get(c.device_id) ?? 0,
-        state: onVersion(c) ? 'skipped' : 'pending',
-        command_id: null,
-        version_before: versionOf(artifact.kind, c),
-        version_after: null,
-        reason: onVersion(c) ? `already on ${artifact.version}` : null,
-        state_ms: nowMs,
-        updated_ms: nowMs,
-      }));
+      const devices: UpdateDeviceRow[] = candidates.map((c) => {
+        const skip = skipped.get(c.device_id);
+        return {
+          update_id: update.update_id,
+          device_id: c.device_id,
+          batch: batchOf.get(c.device_id) ?? 0,
+          state: skip !== undefined ? 'skipped' : 'pending',
+          command_id: null,
+          version_before: versionOf(artifact.kind, c),
+          version_after: null,
+          reason: skip ?? null,
+          state_ms: nowMs,
+          updated_ms: nowMs,
+        };
+      });
       await store.createUpdate(update, devices);
       deps.statusChanged?.(update, progressOf(devices), nowMs);
       // The first batch starts now, not at the gate's next turn.

@@ -258,7 +258,15 @@ export async function registerDevice(
   ],
 ): Promise<RegisteredDevice> {
   const reg = await tp.http.post('/v1/device/register', {
-    json: { sn, model: 'Test AC', manufacturer: 'Acme', firmware_version: '1.0.0', connectors },
+    // agent_version: a charger running charger-agent (agent updates skip chargers that report none).
+    json: {
+      sn,
+      model: 'Test AC',
+      manufacturer: 'Acme',
+      firmware_version: '1.0.0',
+      agent_version: '1.0.0',
+      connectors,
+    },
   });
   if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.text}`);
   const { device_id, device_secret } = reg.body.data;

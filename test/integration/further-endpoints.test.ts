@@ -1043,8 +1043,8 @@ describe('POST /v1/device/firmware/status', () => {
     expect(
       await okData(report(d, { status: 'installed', version: '2.0.0', update_id: 'upd_2', timestamp: at })),
     ).toEqual({ status: 'installed' });
-    expect(await deviceView(t, d)).toMatchObject({ firmware_version: '1.0.0' });
-    expect((await deviceView(t, d)).agent_version).toBeUndefined();
+    // Both as registered.
+    expect(await deviceView(t, d)).toMatchObject({ firmware_version: '1.0.0', agent_version: '1.0.0' });
     expect(
       await okData(report(d, { status: 'installed', version: '2.0.1', report_id: 'r1', timestamp: at })),
     ).toEqual({ status: 'installed' });

@@ -8,6 +8,7 @@ import {
   planBatches,
   progressOf,
   rolloutSettings,
+  skipReasonOf,
 } from '../../../platform/domain/update-rollout.js';
 import type { UpdateDeviceState } from '../../../shared/index.js';
 
@@ -49,6 +50,25 @@ describe('rolloutSettings', () => {
     expect(rolloutSettings(given, 7).batch_size).toBe(7);
     expect(rolloutSettings(given, 0).batch_size).toBe(1);
     expect(rolloutSettings({ ...given, batch_size: 5 }, 7).batch_size).toBe(5);
+  });
+});
+
+describe('skipReasonOf', () => {
+  const agent = { kind: 'agent' as const, version: '2.0.0' };
+  const firmware = { kind: 'firmware' as const, version: '5.1' };
+  it.each([
+    ['an agent release, charger on another agent', agent, '1.0.0', '5.0', undefined],
+    ['an agent release, charger on it already', agent, '2.0.0', '5.0', 'already on 2.0.0'],
+    ['an agent release, charger reporting no agent', agent, null, '5.0', 'reports no agent_version'],
+    ['firmware, charger on other firmware', firmware, '1.0.0', '5.0', undefined],
+    ['firmware, charger on it already', firmware, '1.0.0', '5.1', 'already on 5.1'],
+    // Firmware does not need the agent's version: whatever runs on the charger may install it.
+    ['firmware, charger reporting no agent', firmware, null, '5.0', undefined],
+    ['firmware, charger reporting no firmware', firmware, '1.0.0', null, undefined],
+  ] as const)('%s', (_name, artifact, agent_version, firmware_version, reason) => {
+    const got = skipReasonOf(artifact, { agent_version, firmware_version });
+    if (reason === undefined) expect(got).toBeUndefined();
+    else expect(got).toContain(reason);
   });
 });
 
