@@ -59,6 +59,11 @@ export interface AgentRuntimeOptions {
   memoryStore?: boolean;
   /** Over-the-air updates beyond the trusted keys (DESIGN.md §19): the A/B release layer, the build target. */
   updates?: AgentUpdateOptions;
+  /**
+   * The version this start runs as and reports (default AGENT_VERSION, the code's own): the simulated fleet's
+   * release layer (simulators/fleet/simulated-releases.ts) runs the same code as the release it switched to.
+   */
+  agentVersion?: string;
 }
 
 export interface AgentRuntimeStats {
@@ -96,6 +101,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
   const tuning: AgentTuning = { ...DEFAULT_TUNING, ...options.tuning };
+  const agentVersion = options.agentVersion ?? AGENT_VERSION;
 
   const store = openAgentStore(config.dataDir, {
     now: () => clock.now(),
@@ -114,6 +120,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     connectors,
     startedAt,
     options.runConfig ?? { platformUrl: config.platformUrl, sn: config.sn },
+    agentVersion,
   );
 
   let heartbeat: HeartbeatLoop | undefined;
@@ -128,6 +135,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     connectors,
     deviceInfo: () => halInfo,
     skewMs: () => heartbeat?.skewMs() ?? 0,
+    agentVersion,
   });
   let registered = false;
   const api = () => (registered ? deviceApi : undefined);
@@ -170,6 +178,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     controlLoop,
     api,
     startedAt,
+    agentVersion,
     onReport: () => uplink.notify(),
     ...(options.updates ? { options: options.updates } : {}),
   });
@@ -217,7 +226,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
       sn: config.sn,
       platform_url: config.platformUrl,
       connectors: connectors.length,
-      version: AGENT_VERSION,
+      version: agentVersion,
     },
     'agent started',
   );
@@ -310,11 +319,12 @@ function recordStart(
   connectors: DeviceInfo['connectors'],
   startedAt: number,
   runConfig: Record<string, unknown>,
+  agentVersion: string,
 ): void {
   store.saveConnectors(connectors);
   store.transaction(() => {
-    store.setState('agent_process', { pid: process.pid, startedAt: iso(startedAt), version: AGENT_VERSION });
+    store.setState('agent_process', { pid: process.pid, startedAt: iso(startedAt), version: agentVersion });
     store.setState('run_config', runConfig);
-    store.enqueueEvents([bootEvent(startedAt, newEventId(startedAt), AGENT_VERSION)]);
+    store.enqueueEvents([bootEvent(startedAt, newEventId(startedAt), agentVersion)]);
   });
 }

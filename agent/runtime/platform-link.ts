@@ -13,7 +13,6 @@ import { createDeviceCredentials, type DeviceCredentials } from '../link/device-
 import { createPlatformClient, type DeviceApi, type PlatformClient } from '../link/platform-client.js';
 import { createSecretRotation, type SecretRotation } from '../link/secret-rotation.js';
 import type { AgentStore } from '../store/agent-store.js';
-import { AGENT_VERSION } from '../version.js';
 import type { AgentRuntimeConfig, AgentTuning } from './tuning.js';
 
 export interface PlatformLinkOptions {
@@ -30,6 +29,8 @@ export interface PlatformLinkOptions {
   deviceInfo: () => DeviceInfo;
   /** Platform minus agent clock, ms, as the heartbeat measures it. */
   skewMs: () => number;
+  /** The version this start runs as (AGENT_VERSION unless a simulated release layer runs another). */
+  agentVersion: string;
 }
 
 export interface PlatformLink {
@@ -64,7 +65,7 @@ export function createPlatformLink(options: PlatformLinkOptions): PlatformLink {
     logger,
     sn: config.sn,
     platformUrl: config.platformUrl,
-    registration: () => registrationOf(config, connectors, options.deviceInfo()),
+    registration: () => registrationOf(config, connectors, options.deviceInfo(), options.agentVersion),
     random,
     backoff: tuning.backoff,
   });
@@ -84,13 +85,14 @@ function registrationOf(
   config: AgentRuntimeConfig,
   connectors: readonly ConnectorInfo[],
   hal: { model?: string; manufacturer?: string; firmwareVersion?: string },
+  agentVersion: string,
 ): RegisterRequest {
   return {
     sn: config.sn,
     model: config.model ?? hal.model ?? 'unknown',
     manufacturer: config.manufacturer ?? hal.manufacturer ?? 'unknown',
-    firmware_version: config.firmware ?? hal.firmwareVersion ?? AGENT_VERSION,
-    agent_version: AGENT_VERSION,
+    firmware_version: config.firmware ?? hal.firmwareVersion ?? agentVersion,
+    agent_version: agentVersion,
     connectors: connectors.map((c) => ({
       connector_id: c.connectorId,
       max_power_kw: c.ratedPowerKw,

@@ -30,7 +30,7 @@ import {
 import { unpackBundle } from './release-unpack.js';
 
 /** This machine as build:agent names targets (the bundle's own entry checks the same, at start). */
-function hostTarget(): BundleTarget {
+export function hostTarget(): BundleTarget {
   let maps = '';
   try {
     maps = readFileSync('/proc/self/maps', 'latin1');

@@ -11,7 +11,6 @@ import type { DeviceApi } from '../link/platform-client.js';
 import type { ControlLoop } from '../runtime/control-loop.js';
 import type { SerialRunner } from '../runtime/serial-runner.js';
 import type { AgentStore } from '../store/agent-store.js';
-import { AGENT_VERSION } from '../version.js';
 import type { FreeSpaceReader } from './artifact-download.js';
 import type { AgentReleases } from './update-install.js';
 import { createUpdateRunner, type UpdateRunner, updatesDirOf } from './update-runner.js';
@@ -41,6 +40,8 @@ export interface UpdateWiring {
   controlLoop: ControlLoop;
   api: () => DeviceApi | undefined;
   startedAt: number;
+  /** The version this start runs as (AGENT_VERSION unless a simulated release layer runs another). */
+  agentVersion: string;
   onReport: () => void;
   options?: AgentUpdateOptions;
 }
@@ -92,7 +93,7 @@ export function wireUpdateRunner(w: UpdateWiring): UpdateRunner {
     schedules: () => store.listSchedules().map((s) => s.schedule),
     runExclusive: (work) => runner.run(work),
     ...(extra.releases ? { releases: extra.releases } : {}),
-    runningVersion: AGENT_VERSION,
+    runningVersion: w.agentVersion,
     healthy,
     ...(extra.requestRestart ? { requestRestart: extra.requestRestart } : {}),
     random: w.random,

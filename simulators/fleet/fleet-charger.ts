@@ -5,6 +5,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
+import { AGENT_VERSION } from '../../agent/version.js';
 import { createSeededRandom } from '../seeded-random.js';
 import { createSimulatedHal, type SimulatedHal, type SimulatedTimers } from '../simulated-hal.js';
 import type { AttestedConnections } from './attested-connections.js';
@@ -13,6 +14,7 @@ import type { FleetConnections } from './fleet-connections.js';
 import { type ChargerPlan, halOptionsFor, tirelessVehicle } from './fleet-mix.js';
 import type { FleetOptions, FleetSettings } from './fleet-options.js';
 import type { FleetStats } from './fleet-stats.js';
+import { type ChargerReleases, createChargerReleases } from './simulated-releases.js';
 
 export interface FleetCharger {
   readonly index: number;
@@ -40,6 +42,11 @@ export interface ChargerState extends ChargerLinkState {
   deviceId?: string;
   starting?: Promise<void>;
   stopping?: Promise<void>;
+  /** Agent releases (`--agent-releases`): the charger's A/B layout and what its launcher would do. */
+  releases?: ChargerReleases;
+  /** A restart into another release under way (the agent asked for it, or its trial's deadline passed). */
+  restarting?: Promise<void>;
+  trialTimer?: NodeJS.Timeout;
 }
 
 /** How far the chargers of a run got. */
@@ -95,7 +102,8 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
     state.lookupCommand = (commandId) =>
       runtime.store.db.open ? runtime.store.journalGet(commandId) : undefined;
     void runtime.registered.then((identity) => {
-      if (!identity) return;
+      // A restart into another release finds the identity stored: counted once.
+      if (!identity || state.deviceId !== undefined) return;
       state.deviceId = identity.deviceId;
       progress.registered += 1;
       if (progress.registered === deps.count) progress.allRegisteredAt = Date.now();
@@ -119,13 +127,31 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
     }
     const link = createChargerLink(own?.pool ?? pool, own?.poll ?? pollConnection, state, stats);
     state.link = link;
-    const hal = simulatedHalFor(plan, settings, deps.timers);
-    state.hal = hal;
+    state.hal = simulatedHalFor(plan, settings, deps.timers);
+    if (settings.agentReleases) {
+      const dataDir = chargerDataDir(state);
+      state.releases = createChargerReleases({
+        prefix: path.join(dataDir, 'releases'),
+        dataDir,
+        initialVersion: AGENT_VERSION,
+        logger: deps.logger.child({ sn: plan.sn }),
+      });
+    }
+    await runAgent(state);
+  }
+
+  const chargerDataDir = (state: ChargerState) => path.join(options.dataDir ?? 'memory', state.plan.sn);
+
+  /** Starts the charger's agent (again, after a restart into another release). */
+  async function runAgent(state: ChargerState): Promise<void> {
+    const { plan, link, hal, releases } = state;
+    if (!link || !hal) return;
+    const launch = await releases?.prepareStart();
     let runtime: AgentRuntime;
     try {
       runtime = await startAgent({
         config: {
-          dataDir: path.join(options.dataDir ?? 'memory', plan.sn),
+          dataDir: chargerDataDir(state),
           platformUrl: options.platformUrl.replace(/\/+$/, ''),
           sn: plan.sn,
           updateKeys: settings.updateKeys,
@@ -136,6 +162,12 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
         random: createSeededRandom(plan.seed ^ 0x5bd1e995),
         tuning: settings.tuning,
         memoryStore: options.dataDir === undefined,
+        ...(releases && launch
+          ? {
+              agentVersion: launch.version,
+              updates: releases.updates(() => restart(state, launch.version, 'restart')),
+            }
+          : {}),
       });
     } catch (error) {
       stats.error('start_failed', `${plan.sn}: ${(error as Error).message}`);
@@ -143,11 +175,40 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
       return;
     }
     watch(state, runtime);
+    if (launch?.deadlineAt !== undefined) {
+      // As the launcher: a release in trial that has not committed by its deadline is stopped and rolled back.
+      state.trialTimer = setTimeout(
+        () => {
+          if (state.runtime === runtime && releases?.inTrial(launch.version))
+            restart(state, launch.version, 'deadline');
+        },
+        Math.max(0, launch.deadlineAt - Date.now()),
+      );
+    }
+  }
+
+  /** What the launcher does when the agent ends for a release: stop it, decide, start it again. */
+  function restart(state: ChargerState, version: string, how: 'restart' | 'deadline'): void {
+    if (state.stopping || state.restarting || !state.releases) return;
+    const releases = state.releases;
+    state.restarting = (async () => {
+      clearTimeout(state.trialTimer);
+      await state.runtime?.stop().catch((error: unknown) => {
+        stats.error('stop_failed', `${state.plan.sn}: ${(error as Error).message}`);
+      });
+      // A trial that committed meanwhile leaves nothing to decide (afterRun then starts it again).
+      releases.afterRun(version, how);
+      if (!state.stopping) await runAgent(state);
+    })().finally(() => {
+      state.restarting = undefined;
+    });
   }
 
   function stop(state: ChargerState): Promise<void> {
     state.stopping ??= (async () => {
       await state.starting;
+      clearTimeout(state.trialTimer);
+      await state.restarting;
       await state.runtime?.stop().catch((error: unknown) => {
         stats.error('stop_failed', `${state.plan.sn}: ${(error as Error).message}`);
       });

@@ -51,6 +51,7 @@ interface FleetFlags {
   workers?: string;
   pace?: FleetPace;
   updateKey?: string[];
+  agentReleases?: boolean;
 }
 
 function seconds(flag: string, value: string | undefined): number | undefined {
@@ -128,6 +129,7 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
     ...(flags.strict ? { strict: true } : {}),
     ...(flags.pace ? { pace: flags.pace } : {}),
     ...(flags.updateKey?.length ? { updateKeyFiles: flags.updateKey.map((f) => path.resolve(f)) } : {}),
+    ...(flags.agentReleases ? { agentReleases: true } : {}),
   };
   const fleet: FleetHandle =
     workers > 1 ? await runFleetInWorkers(options, workers) : await runFleet(options);
@@ -209,6 +211,10 @@ export function addFleetCommand(program: Command, onExit: (code: number) => void
       '--update-key <file>',
       'an OEM public key (PEM) the agents trust for updates; repeatable (none: they refuse every update)',
       (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option(
+      '--agent-releases',
+      'each charger takes agent updates: an A/B layout under --data-dir, the launcher simulated (docs/simulators.md)',
     )
     .addOption(
       new Option(

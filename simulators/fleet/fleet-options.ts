@@ -80,6 +80,11 @@ export interface FleetOptions {
   tuning?: Partial<AgentTuning>;
   /** OEM public keys (PEM files) every agent trusts for updates (`--update-key`); none: updates are refused. */
   updateKeyFiles?: readonly string[];
+  /**
+   * Give each charger an A/B layout under its data directory so that it takes agent updates
+   * (`--agent-releases`, simulated-releases.ts); needs `dataDir`.
+   */
+  agentReleases?: boolean;
   /** Simulated-HAL options for every charger (tests); win over the mix. */
   hal?: Partial<SimulatedHalOptions>;
   /**
@@ -146,6 +151,8 @@ export function checkOptions(options: FleetOptions): void {
     if (value !== undefined && (!Number.isFinite(value) || value < 100))
       throw new FleetOptionsError(`${name} must be at least 0.1 seconds`);
   }
+  if (options.agentReleases && options.dataDir === undefined)
+    throw new FleetOptionsError('--agent-releases needs --data-dir (each charger keeps its releases there)');
   if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0))
     throw new FleetOptionsError('--seed must be a whole number ≥ 0');
   share('--v2g-share', options.v2gShare, 0.2);
@@ -186,6 +193,7 @@ export interface FleetSettings {
   tuning: Partial<AgentTuning>;
   /** `updateKeyFiles`, read once. */
   updateKeys: KeyObject[];
+  agentReleases: boolean;
   logLevel: FleetLogLevel;
 }
 
@@ -221,6 +229,7 @@ export function resolveFleetSettings(options: FleetOptions): FleetSettings {
       ...options.tuning,
     },
     updateKeys: updateKeysOf(options.updateKeyFiles),
+    agentReleases: options.agentReleases ?? false,
     logLevel: options.logLevel ?? 'silent',
   };
 }
