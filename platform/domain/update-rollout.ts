@@ -175,13 +175,16 @@ function healthVerdict(
 /**
  * What a watched charger's command and latest report make of its state; undefined when nothing changes. A
  * failure report or a failed command ends it; `installed` starts its health check, which it passes after
- * `healthMs` online with no fault and no error event.
+ * `healthMs` online with no fault and no error event. An `installed` report naming another version than the
+ * update's (`version`) is a failure: the charger says itself that it runs something else (a charger that is not
+ * charger-agent may report no check of its own).
  */
 export function observeDevice(
   device: WatchedDevice,
   obs: DeviceObservation,
   nowMs: number,
   healthMs: number,
+  version: string,
 ): DeviceChange | undefined {
   if (isFinalState(device.state) || device.state === 'pending') return undefined;
   const report = obs.report;
@@ -192,6 +195,12 @@ export function observeDevice(
   if (obs.command_status !== null && COMMAND_FAILURES.has(obs.command_status))
     return { state: 'failed', reason: withMessage(`command ${obs.command_status}`, obs.command_reason) };
   if (device.state === 'installed') return healthVerdict(device, obs, nowMs, healthMs);
+  if (report?.status === 'installed' && report.version !== null && report.version !== version)
+    return {
+      state: 'failed',
+      reason: `installed ${report.version}, not ${version}`,
+      version_after: report.version,
+    };
   if (report?.status === 'installed' || obs.command_status === 'succeeded')
     return { state: 'installed', reason: null, version_after: report?.version ?? null };
   const progress = report ? REPORT_PROGRESS[report.status] : undefined;

@@ -60,6 +60,7 @@ function changeOf(
   obs: UpdateDeviceObservation,
   nowMs: number,
   healthMs: number,
+  version: string,
 ): UpdateDeviceChange | undefined {
   const change = observeDevice(
     device,
@@ -76,6 +77,7 @@ function changeOf(
     },
     nowMs,
     healthMs,
+    version,
   );
   return change && { device_id: device.device_id, from: device.state, ...change };
 }
@@ -94,7 +96,8 @@ export function createUpdateGate(deps: UpdateGateDeps) {
     const byId = new Map(devices.map((d) => [d.device_id, d]));
     const changes = observed.flatMap((obs) => {
       const device = byId.get(obs.device_id);
-      const change = device && changeOf(device, obs, nowMs, update.rollout.health_seconds * 1000);
+      const change =
+        device && changeOf(device, obs, nowMs, update.rollout.health_seconds * 1000, update.artifact_version);
       return change ? [change] : [];
     });
     if (changes.length === 0) return devices;

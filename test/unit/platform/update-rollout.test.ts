@@ -112,6 +112,13 @@ describe('observeDevice', () => {
       { ...healthy, report: report('installed', '2.0.0') },
       { state: 'installed', reason: null, version_after: '2.0.0' },
     ],
+    // Installed, says the charger, but not the update's version.
+    [
+      'installing',
+      now,
+      { ...healthy, report: report('installed', '1.9.9') },
+      { state: 'failed', reason: 'installed 1.9.9, not 2.0.0', version_after: '1.9.9' },
+    ],
     // A command that succeeded without an installed report counts as installed.
     [
       'installing',
@@ -178,7 +185,7 @@ describe('observeDevice', () => {
     ['succeeded', now, { ...healthy, report: report('failed') }, undefined],
     ['pending', now, { ...healthy, report: report('downloading') }, undefined],
   ] as const)('%s since %i, %j → %j', (state, stateMs, obs, want) => {
-    expect(observeDevice({ state, state_ms: stateMs }, obs, now, health)).toEqual(want);
+    expect(observeDevice({ state, state_ms: stateMs }, obs, now, health, '2.0.0')).toEqual(want);
   });
 });
 
