@@ -37,6 +37,7 @@ import { createTenancy, type Tenancy } from './services/tenancy.js';
 import { createUpdateGate } from './services/update-gate.js';
 import { createUpdateService } from './services/update-service.js';
 import { createWebhooks, type WebhookOptions } from './services/webhooks.js';
+import { type ArtifactFileCache, createArtifactFileCache } from './storage/artifact-file-cache.js';
 import type { PlatformKeys } from './storage/platform-keys.js';
 import type { Store, UpdateRow } from './storage/store.js';
 import { createTelemetryStream, type TelemetryStream } from './stream/telemetry-stream.js';
@@ -57,6 +58,11 @@ export interface BuildOptions extends PlatformOptions, HttpServerOptions {
   sweepEveryMs?: number;
   /** Artifact downloads served at once by this instance (default 64, DESIGN.md §19). */
   downloadsPerInstance?: number;
+  /**
+   * Where this instance keeps its local copies of artifacts to serve downloads from (`DATA_DIR/artifact-cache`,
+   * storage/artifact-file-cache.ts); without it downloads read the stored chunks.
+   */
+  artifactCacheDir?: string;
   /** This instance's name in logs, metrics and health answers (DESIGN.md §13); default host name and pid. */
   instanceId?: string;
   /**
@@ -182,8 +188,23 @@ async function createParts(
     now,
   };
   const listeners = await createListeners(opts, base, log, shared);
-  const context = createContext(opts, { ...base, ...listeners }, shared);
+  const artifactCache = opts.artifactCacheDir
+    ? createArtifactCache(opts.store, opts.artifactCacheDir, log)
+    : undefined;
+  const context = createContext(opts, { ...base, ...listeners, artifactCache, log }, shared);
   return { context, directory, ...listeners, notifier: context.notifier, liveness: context.liveness };
+}
+
+/** The instance's artifact copies; those of artifacts deleted meanwhile (by any instance) go at start. */
+function createArtifactCache(store: Store, dir: string, log: FastifyBaseLogger): ArtifactFileCache {
+  const cache = createArtifactFileCache({
+    dir,
+    readChunks: (id, first, last) => store.readArtifactChunks(id, first, last),
+  });
+  void cache
+    .prune(async (id) => (await store.getArtifact(id)) !== undefined)
+    .catch((err: unknown) => log.warn({ err }, 'pruning the artifact cache failed'));
+  return cache;
 }
 
 interface BaseParts {
@@ -218,7 +239,11 @@ async function createListeners(
 /** The services the routes call, over storage, publishing to `events`; the context that hands them over. */
 function createContext(
   opts: BuildOptions,
-  parts: BaseParts & Awaited<ReturnType<typeof createListeners>>,
+  parts: BaseParts &
+    Awaited<ReturnType<typeof createListeners>> & {
+      artifactCache: ArtifactFileCache | undefined;
+      log: FastifyBaseLogger;
+    },
   shared: SharedState | undefined,
 ): Omit<PlatformContext, 'metrics'> {
   const { store, keys } = opts;
@@ -292,10 +317,17 @@ function createContext(
     reads: createOperatorReadService({ store, tenancy, liveness, now }),
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
     controls: createControlService({ store, commands, tenancy, now, webhooks }),
-    artifacts: createArtifactService({ store, now, inUse: updates.artifactInUse }),
+    artifacts: createArtifactService({
+      store,
+      now,
+      inUse: updates.artifactInUse,
+      ...(parts.artifactCache ? { cache: parts.artifactCache } : {}),
+    }),
     downloads: createArtifactDownloads({
       store,
       ...(opts.downloadsPerInstance ? { limit: opts.downloadsPerInstance } : {}),
+      ...(parts.artifactCache ? { cache: parts.artifactCache } : {}),
+      logger: parts.log,
     }),
     updates,
     liveness,

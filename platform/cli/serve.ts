@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../shared/index.js';
 import { createRedisLink, type RedisLink, redactedUrl } from '../coordination/redis-link.js';
 import type { RegistrationPolicy } from '../domain/registration.js';
@@ -142,6 +143,7 @@ export async function startServing(opts: ServeOptions): Promise<RunningPlatform>
       keys,
       tls,
       instanceId,
+      artifactCacheDir: join(opts.dataDir, 'artifact-cache'),
       ...(redis ? { redis } : {}),
       ...(opts.corsOrigins?.length ? { corsOrigins: opts.corsOrigins } : {}),
       ...(opts.addressLimit ? { addressLimit: opts.addressLimit } : {}),

@@ -1,7 +1,10 @@
+import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
+import type { Logger } from 'pino';
 import { ErrorCode } from '../../shared/index.js';
 import { ApiError, errors } from '../domain/api-error.js';
 import { decideRange } from '../domain/byte-range.js';
+import type { ArtifactFileCache } from '../storage/artifact-file-cache.js';
 import type { Store } from '../storage/store.js';
 import { createTickBudget } from './tick-budget.js';
 
@@ -56,11 +59,15 @@ function chunkStream(
 /**
  * Artifact downloads by chargers (DESIGN.md §19): only a charger that was sent an update of the artifact may
  * fetch it; `Range` answers 206 with the part (a resumed download), the ETag is the file's sha256, and at most
- * `limit` downloads run at once on this instance.
+ * `limit` downloads run at once on this instance. The bytes come from the instance's local copy of the artifact
+ * (storage/artifact-file-cache.ts) when it has a cache; from the stored chunks, a few per turn of the event loop,
+ * when it has none or the copy cannot be made (a full disk).
  */
 export function createArtifactDownloads(deps: {
   store: Pick<Store, 'getArtifact' | 'readArtifactChunks' | 'deviceHasUpdateFor'>;
   limit?: number;
+  cache?: ArtifactFileCache;
+  logger?: Pick<Logger, 'warn'>;
 }) {
   const limit = deps.limit ?? DOWNLOADS_PER_INSTANCE;
   let active = 0;
@@ -109,7 +116,20 @@ export function createArtifactDownloads(deps: {
         counted = false;
       };
       active += 1;
-      const body = chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
+      let body: Readable;
+      try {
+        const file = deps.cache ? await deps.cache.fileOf(artifact) : undefined;
+        body = file
+          ? createReadStream(file, { start, end, highWaterMark: SLICE_BYTES })
+          : chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
+      } catch (error) {
+        deps.logger?.warn(
+          { artifact_id: artifactId, err: (error as Error).message },
+          'no local copy of the artifact: served from the stored chunks',
+        );
+        body = chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
+      }
+      body.once('end', release);
       body.once('close', release);
       const headers: Record<string, string> = {
         'content-type': 'application/octet-stream',

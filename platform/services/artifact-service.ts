@@ -13,6 +13,7 @@ import {
 } from '../../shared/index.js';
 import { ApiError, errors } from '../domain/api-error.js';
 import { newId } from '../domain/ids.js';
+import type { ArtifactFileCache } from '../storage/artifact-file-cache.js';
 import type { ArtifactRepository, ArtifactRow } from '../storage/artifact-repository.js';
 import type { Page } from '../storage/page.js';
 import type { TenantActor } from './tenancy.js';
@@ -28,6 +29,8 @@ export interface ArtifactServiceDeps {
   now: () => number;
   /** Whether a running or paused update uses the artifact (then it may not be deleted). */
   inUse?: (artifactId: string) => Promise<boolean>;
+  /** This instance's local copies (a deleted artifact's goes with it). */
+  cache?: Pick<ArtifactFileCache, 'remove'>;
 }
 
 export function artifactView(row: ArtifactRow): Artifact {
@@ -176,6 +179,7 @@ export function createArtifactService(deps: ArtifactServiceDeps) {
       if (await deps.inUse?.(artifactId))
         throw errors.conflict('A running or paused update uses this artifact: cancel it first');
       await store.deleteArtifact(artifactId);
+      await deps.cache?.remove(artifactId);
       return { artifact_id: artifactId, deleted: true };
     },
     /** Removes uploads an instance left unfinished (it died mid-upload) that began before `beforeMs`. */

@@ -157,6 +157,7 @@ export async function startTestPlatform(
     keys,
     tls,
     now,
+    artifactCacheDir: join(dataDir, 'artifact-cache'),
     ...(opts.streamPingMs ? { streamPingMs: opts.streamPingMs } : {}),
     ...(opts.rateLimitStore ? { rateLimitStore: opts.rateLimitStore } : {}),
     ...(opts.redis ? { redis: opts.redis } : {}),

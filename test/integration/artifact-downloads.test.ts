@@ -1,9 +1,12 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitStore } from '../../platform/http/rate-limit/rate-limiter.js';
 import { ARTIFACT_CHUNK_BYTES, artifactSigningText } from '../../shared/index.js';
+import { tempDir } from '../helpers/agent.js';
 import {
   createTenant,
   expectError,
@@ -45,10 +48,11 @@ function begin(
   token: string | undefined,
   id: string,
   headers: Record<string, string> = {},
+  on: TestPlatform = tp,
 ): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${tp.url}/v1/device/artifacts/${id}`, {
-      ca: tp.ca,
+    const req = httpsRequest(`${on.url}/v1/device/artifacts/${id}`, {
+      ca: on.ca,
       agent: false,
       headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
     });
@@ -60,8 +64,9 @@ async function download(
   token: string | undefined,
   id: string,
   headers: Record<string, string> = {},
+  on: TestPlatform = tp,
 ): Promise<Answer> {
-  const res = await begin(token, id, headers);
+  const res = await begin(token, id, headers, on);
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
   return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) };
@@ -202,5 +207,70 @@ describe('GET /v1/device/artifacts/{artifact_id}', () => {
     // Every slot comes back when the chargers go away.
     await expect.poll(() => tp.platform.context.downloads.active(), { timeout: 5_000 }).toBe(0);
     expect((await download(updated.token, artifactId)).status).toBe(200);
+  });
+});
+
+describe('downloads from the instance’s local copy (storage/artifact-file-cache.ts)', () => {
+  it('serves from a copy made on the first download, removed with its artifact', async () => {
+    const device = await registerDevice(tp, `SN-DL-5-${process.pid}`, alpha.siteId);
+    const content = randomBytes(ARTIFACT_CHUNK_BYTES + 3);
+    const id = await uploadAndUpdate(content, '9.0.2', device);
+    const copy = join(tp.dataDir, 'artifact-cache', id);
+    expect(existsSync(copy)).toBe(false);
+    expect((await download(device.token, id)).body.equals(content)).toBe(true);
+    expect(readFileSync(copy).equals(content)).toBe(true);
+    const updates = await tp.http.get('/v1/operator/updates', { token: alpha.token });
+    const update = (
+      updates.body.data.items as Array<{ update_id: string; artifact: { artifact_id: string } }>
+    ).find((u) => u.artifact.artifact_id === id)!;
+    expect(
+      (await tp.http.delete(`/v1/operator/updates/${update.update_id}`, { token: alpha.token })).status,
+    ).toBe(200);
+    expect((await tp.http.delete(`/v1/operator/artifacts/${id}`, { token: alpha.token })).status).toBe(200);
+    expect(existsSync(copy)).toBe(false);
+  });
+
+  it('serves from the stored chunks when no copy can be made', async () => {
+    const dir = tempDir('downloads-no-cache-');
+    // A file where the cache's directory would be: no copy can be written.
+    writeFileSync(join(dir.dir, 'artifact-cache'), 'not a directory');
+    const other = await startTestPlatform({ rateLimitStore: allowAll, dataDir: dir.dir, logLevel: 'warn' });
+    try {
+      const tenant = await createTenant(other, 'Cacheless');
+      const device = await registerDevice(other, `SN-DL-6-${process.pid}`, tenant.siteId);
+      const content = randomBytes(2 * ARTIFACT_CHUNK_BYTES + 1);
+      const manifest = {
+        kind: 'firmware' as const,
+        // Not the 1.0.0 it registered with (that would be skipped).
+        version: '2.0.0',
+        target: '',
+        sha256: createHash('sha256').update(content).digest('hex'),
+        size: content.length,
+      };
+      const up = await other.http.post('/v1/operator/artifacts?kind=firmware&version=2.0.0', {
+        token: tenant.token,
+        raw: content,
+        contentType: 'application/octet-stream',
+        headers: {
+          'x-artifact-signature': sign(null, Buffer.from(artifactSigningText(manifest)), privateKey).toString(
+            'base64',
+          ),
+        },
+      });
+      expect(up.status, up.text).toBe(200);
+      const id = up.body.data.artifact_id as string;
+      const started = await other.http.post('/v1/operator/updates', {
+        token: tenant.token,
+        json: { artifact_id: id, target_type: 'device', target_ids: [device.deviceId] },
+      });
+      expect(started.status, started.text).toBe(200);
+      const got = await download(device.token, id, {}, other);
+      expect(got.status).toBe(200);
+      expect(got.body.equals(content)).toBe(true);
+      expect(other.logs.some((l) => l.includes('no local copy of the artifact'))).toBe(true);
+    } finally {
+      await other.stop();
+      dir.remove();
+    }
   });
 });
