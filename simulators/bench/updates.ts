@@ -147,8 +147,12 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: UpdateDownl
   };
   const rssBefore = sampleProcess(platform.pid).rssMiB;
   let rssMax = rssBefore;
+  // The bare server's own growth beside it: what serving these bytes over node:https costs any Node process.
+  const bareRssBefore = sampleProcess(bare.pid()).rssMiB;
+  let bareRssMax = bareRssBefore;
   const sampler = setInterval(() => {
     rssMax = Math.max(rssMax, sampleProcess(platform.pid).rssMiB);
+    bareRssMax = Math.max(bareRssMax, sampleProcess(bare.pid()).rssMiB);
   }, 200);
   try {
     for (let round = 0; round < opts.rounds; round++) {
@@ -199,6 +203,7 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: UpdateDownl
     ratio: Math.round((rate(platformTotal) / rate(bareTotal)) * 100) / 100,
     platform_rss_before_mib: Math.round(rssBefore),
     platform_rss_growth_mib: Math.round(rssMax - rssBefore),
+    bare_rss_growth_mib: Math.round(bareRssMax - bareRssBefore),
     heartbeat_ms_while_bare_serves: sides.bare.probe,
     heartbeat_ms_while_platform_serves: sides.platform.probe,
     bench_process_cpu_percent: sides.platform.results.map((r) =>
