@@ -125,14 +125,8 @@ async function upload(archive: string, manifest: ReturnType<typeof signed>): Pro
 
 /** `charger-agent run` as each charger's launcher takes it. */
 function runArgs(sn: string, data: string): string[] {
-  return [
-    'run',
-    '--data-dir',
-    data,
-    '--platform-url',
-    tp.url,
-    '--ca',
-    path.join(tmp.dir, 'ca.pem'),
+  const key = path.join(tmp.dir, 'release-ed25519.pub.pem');
+  return ['run', '--data-dir', data, '--platform-url', tp.url, '--ca', path.join(tmp.dir, 'ca.pem')].concat([
     '--sn',
     sn,
     '--hal',
@@ -140,8 +134,8 @@ function runArgs(sn: string, data: string): string[] {
     '--connectors',
     '1',
     '--update-key',
-    path.join(tmp.dir, 'release-ed25519.pub.pem'),
-  ];
+    key,
+  ]);
 }
 
 async function startCharger(i: number): Promise<Charger> {
