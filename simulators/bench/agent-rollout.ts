@@ -43,6 +43,7 @@ interface BatchTimes {
 interface DeviceRow {
   batch: number;
   state: string;
+  reason?: string;
 }
 
 const FINAL = new Set(['succeeded', 'skipped', 'failed', 'rolled_back', 'cancelled']);
@@ -167,6 +168,7 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
       status: view.status,
       reason: view.reason,
       progress: view.progress,
+      failure_reasons: reasonsOf(view.devices),
       total_seconds: Math.round(totalS),
       baseline_floor_seconds: floorS,
       ratio_to_floor: Math.round((totalS / floorS) * 100) / 100,
@@ -182,6 +184,17 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
   } finally {
     await fleet.stop();
   }
+}
+
+/** How many chargers failed or rolled back for each reason. */
+function reasonsOf(devices: readonly DeviceRow[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const d of devices) {
+    if (d.state !== 'failed' && d.state !== 'rolled_back') continue;
+    const reason = d.reason ?? d.state;
+    counts[reason] = (counts[reason] ?? 0) + 1;
+  }
+  return counts;
 }
 
 /** When each batch's first charger left `pending`, and when its last one reached a final state. */

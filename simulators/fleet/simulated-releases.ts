@@ -9,11 +9,14 @@
  * The one thing simulated: the agent keeps running in this process, as the version it switched to. The release's
  * own code runs only as its start check — `node RELEASE/charger-agent.mjs --version` must exit 0 and print the
  * release's version within START_CHECK_MS — so a bundle that fails at start fails here too, and is rolled back.
+ * The check's answer is kept per release (its version and the sha256 of its entry) for this thread: a batch of
+ * a hundred chargers does not start a hundred Node processes on the simulator's cores for the same answer.
  * (A release that starts and then never reaches the platform cannot be told apart in-process: the fleet's agent
  * always reaches it. test/integration/ota-fleet.test.ts covers that case with real agent processes.)
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { afterExit, msUntilDeadline, RESTART_EXIT_CODE } from '../../agent/core/release-trial.js';
@@ -37,6 +40,8 @@ import { SUPPORTED_NODE_LINES } from '../../shared/node-support.js';
 export const START_CHECK_MS = 15_000;
 /** Start checks at once across the fleet: each is a Node process; a batch of 100 must not start 100 together. */
 const START_CHECKS_AT_ONCE = 4;
+/** The exit code a start check killed at START_CHECK_MS counts as (a SIGKILL). */
+const TIMED_OUT = 137;
 /** As the launcher: a pause after a failed start, so that a crash at start does not spin. */
 const FAILED_START_PAUSE_MS = 1_000;
 
@@ -149,13 +154,35 @@ type StartCheck = { ok: true } | { ok: false; code: number; reason: string };
 
 let running = 0;
 const waiting: Array<() => void> = [];
+/** Start checks by release (version and sha256 of its entry): one run answers every charger of the thread. */
+const checked = new Map<string, Promise<StartCheck>>();
 
-/** Runs the release's entry with --version, a few at a time across the fleet. */
-async function startCheck(release: string, version: string): Promise<StartCheck> {
+/** The release's entry run with --version, once per release for this thread, a few at a time. */
+function startCheck(release: string, version: string): Promise<StartCheck> {
+  const entry = path.join(release, 'charger-agent.mjs');
+  let key: string;
+  try {
+    key = `${version}:${createHash('sha256').update(readFileSync(entry)).digest('hex')}`;
+  } catch {
+    return Promise.resolve({ ok: false, code: 1, reason: `no ${entry}` });
+  }
+  let answer = checked.get(key);
+  if (!answer) {
+    answer = throttled(() => runVersionCheck(release, version));
+    checked.set(key, answer);
+    // A check that ran out of time says more about the simulator's load than about the release: asked again.
+    void answer.then((a) => {
+      if (!a.ok && a.code === TIMED_OUT) checked.delete(key);
+    });
+  }
+  return answer;
+}
+
+async function throttled(work: () => Promise<StartCheck>): Promise<StartCheck> {
   if (running >= START_CHECKS_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
   running += 1;
   try {
-    return await runVersionCheck(release, version);
+    return await work();
   } finally {
     running -= 1;
     waiting.shift()?.();
@@ -181,7 +208,8 @@ function runVersionCheck(release: string, version: string): Promise<StartCheck> 
     });
     child.on('error', (error) => resolve({ ok: false, code: 1, reason: error.message }));
     child.on('close', (code, signal) => {
-      if (signal) return resolve({ ok: false, code: 137, reason: `killed by ${signal} (no answer in time)` });
+      if (signal)
+        return resolve({ ok: false, code: TIMED_OUT, reason: `killed by ${signal} (no answer in time)` });
       if (code !== 0)
         return resolve({ ok: false, code: code ?? 1, reason: `exit ${code}: ${err.trim().slice(0, 200)}` });
       if (out.trim() !== version)
