@@ -41,6 +41,7 @@ interface BatchTimes {
 }
 
 interface DeviceRow {
+  device_id: string;
   batch: number;
   state: string;
   reason?: string;
@@ -154,6 +155,7 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
       await sleep(1_000);
     }
     const totalS = (Date.now() - started) / 1000;
+    const phases = await firstBatchPhases(platform, token, updateId, view.devices, started);
     const platformCpuS = sampleProcess(platform.pid).cpuSeconds - cpuBefore;
     const summary = await fleet.stop();
     const count = Math.max(0, ...batches.keys());
@@ -169,6 +171,7 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
       reason: view.reason,
       progress: view.progress,
       failure_reasons: reasonsOf(view.devices),
+      first_batch_seconds_to: phases,
       total_seconds: Math.round(totalS),
       baseline_floor_seconds: floorS,
       ratio_to_floor: Math.round((totalS / floorS) * 100) / 100,
@@ -184,6 +187,43 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
   } finally {
     await fleet.stop();
   }
+}
+
+/**
+ * When the first batch's chargers reported each step, seconds since the update was created (median and slowest):
+ * where a batch's time goes before its health time.
+ */
+async function firstBatchPhases(
+  platform: BenchPlatform,
+  token: string,
+  updateId: string,
+  devices: readonly DeviceRow[],
+  startedMs: number,
+) {
+  const at: Record<string, number[]> = {};
+  for (const d of devices.filter((x) => x.batch === 1)) {
+    const res = await call(platform, 'GET', `/v1/operator/devices/${d.device_id}/firmware?size=50`, {
+      token,
+    });
+    // The first time each status was reported (progress repeats `downloading`).
+    const first = new Map<string, number>();
+    const items = res.body.data.items as Array<{ status: string; update_id?: string; received_at: string }>;
+    for (const r of items) {
+      if (r.update_id !== updateId) continue;
+      const seconds = (Date.parse(r.received_at) - startedMs) / 1000;
+      first.set(r.status, Math.min(first.get(r.status) ?? seconds, seconds));
+    }
+    for (const [status, seconds] of first) (at[status] ??= []).push(seconds);
+  }
+  const out: Record<string, { median: number; max: number }> = {};
+  for (const [status, list] of Object.entries(at)) {
+    const sorted = list.sort((a, b) => a - b);
+    out[status] = {
+      median: Math.round(sorted[Math.floor(sorted.length / 2)]! * 10) / 10,
+      max: Math.round(sorted[sorted.length - 1]! * 10) / 10,
+    };
+  }
+  return out;
 }
 
 /** How many chargers failed or rolled back for each reason. */
