@@ -177,6 +177,9 @@ const DETACHED_CONTROLLER: Dispatcher.DispatchController = {
   resume: () => undefined,
 };
 
+/** Artifact downloads (DESIGN.md §19). */
+const ARTIFACT_PATH = '/v1/device/artifacts/';
+
 export interface ChargerLink {
   dispatcher: Dispatcher;
   /** Begin or end the simulated outage; beginning it cuts the requests in flight. */
@@ -186,7 +189,9 @@ export interface ChargerLink {
 /**
  * The dispatcher one simulated charger's agent uses: the shared pool, observed and breakable. Long polls go to
  * the charger's own connection from `pollConnection` (asked once, at the first poll: a poll holds its connection
- * for its whole wait, as on a real charger), everything else to `shared`.
+ * for its whole wait, as on a real charger), and so do artifact downloads, on a second one (a download holds its
+ * connection for the whole transfer: in the shared pool, a batch of downloads starved every other charger's
+ * requests); everything else to `shared`.
  */
 export function createChargerLink(
   shared: Dispatcher,
@@ -195,6 +200,7 @@ export function createChargerLink(
   stats: FleetStats,
 ): ChargerLink {
   let polls: Dispatcher | undefined;
+  let downloads: Dispatcher | undefined;
   const dispatcher = shared.compose((dispatch) => (opts, handler) => {
     const kind = requestKindOf(opts.method, opts.path);
     const observed = new ObservedHandler(handler, link, stats, kind, Date.now(), opts);
@@ -206,9 +212,15 @@ export function createChargerLink(
     link.inflight ??= new Set();
     link.inflight.add(observed);
     observed.dispatched = true;
-    if (kind !== 'poll') return dispatch(opts, observed);
-    polls ??= pollConnection();
-    return polls.dispatch(opts, observed);
+    if (kind === 'poll') {
+      polls ??= pollConnection();
+      return polls.dispatch(opts, observed);
+    }
+    if (opts.method === 'GET' && opts.path.startsWith(ARTIFACT_PATH)) {
+      downloads ??= pollConnection();
+      return downloads.dispatch(opts, observed);
+    }
+    return dispatch(opts, observed);
   });
   return {
     dispatcher,
