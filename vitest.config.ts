@@ -30,7 +30,9 @@ const POSTGRES_ONLY = [
   'test/integration/trust-across-instances.test.ts',
   'test/integration/updates-across-instances.test.ts',
   'test/integration/several-instances.test.ts',
+  'test/integration/several-instances-limits-and-credentials.test.ts',
   'test/integration/stream-across-instances.test.ts',
+  'test/integration/stream-registry.test.ts',
   // Needs HAProxy, which CI installs before `npm run test:postgres`.
   'test/integration/proxy-protocol-haproxy.test.ts',
 ];
