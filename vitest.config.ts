@@ -16,6 +16,7 @@ const SQLITE_ONLY = [
   'test/integration/sqlite-reader.test.ts',
   'test/integration/store-write-locks.test.ts',
   'test/integration/platform-faults.test.ts',
+  'test/integration/storage-faults.test.ts',
 ];
 /**
  * Tests of PostgreSQL's own machinery and faults, and of several instances sharing PostgreSQL and Redis: only

@@ -5,12 +5,19 @@ import { type HttpClient, httpClient } from './platform.js';
 /**
  * The built `charger-platform serve` processes a test file starts, on temporary data directories, and the HTTPS
  * clients it connects to them: `stopAll()` (in afterAll) closes the clients, kills what still runs and removes
- * the directories.
+ * the directories; `stopServers()` does the first two only (a file that mounts file systems in its directories
+ * unmounts them before removing them).
  */
 export function servedPlatforms(prefix: string) {
   const dirs = tempDirs(prefix);
   const running: ServeProcess[] = [];
   const clients: HttpClient[] = [];
+  const stopServers = async (): Promise<void> => {
+    // A client of a killed server may fail to close: it is gone either way.
+    await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
+    for (const s of running) s.kill();
+    await Promise.all(running.map((s) => s.exited));
+  };
   return {
     dirs,
     async serve(args: string[]): Promise<ServeProcess> {
@@ -24,10 +31,15 @@ export function servedPlatforms(prefix: string) {
       clients.push(http);
       return http;
     },
+    /** Closes a client before the end of the file (its server is about to go). */
+    async disconnect(http: HttpClient): Promise<void> {
+      const i = clients.indexOf(http);
+      if (i >= 0) clients.splice(i, 1);
+      await http.close();
+    },
+    stopServers,
     async stopAll(): Promise<void> {
-      await Promise.all(clients.map((c) => c.close()));
-      for (const s of running) s.kill();
-      await Promise.all(running.map((s) => s.exited));
+      await stopServers();
       await dirs.removeAll();
     },
   };
