@@ -46,11 +46,12 @@ import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/p
  * without a cap by design (backoff.ts). The token endpoint gets everything, documented refusals included
  * (a fixed example runs first: uploads answered 401/2001, the token endpoint 403/2003).
  *
- * Defects this found, fixed in agent/link/platform-client.ts (unit regressions in platform-client.test.ts):
- * a proxy's 3xx/4xx page was taken as the platform's permanent refusal and made the uplink drop records;
- * a token exchange refused for good made it drop the upload that needed the token; an answer trickling
- * in held a request (and the flusher) past its timeout for as long as it trickled; a command with a usable
- * id but a non-string name or expiry was never answered (the platform redelivers it until it expires).
+ * Defects this found, fixed in agent/link/platform-client.ts (unit regressions in
+ * platform-client-regressions.test.ts): a proxy's 3xx/4xx page was taken as the platform's permanent refusal
+ * and made the uplink drop records; a token exchange refused for good made it drop the upload that needed the
+ * token; an answer trickling in held a request (and the flusher) past its timeout for as long as it trickled;
+ * a command with a usable id but a non-string name or expiry was never answered (the platform redelivers it
+ * until it expires).
  *
  * Malformed commands from a well-behaved fake platform are in agent-fuzz-commands.test.ts. The garbage answers
  * are generated in test/helpers/garbage-answers.ts and served by garbage-server.ts.
