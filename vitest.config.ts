@@ -16,6 +16,7 @@ const SQLITE_ONLY = [
   'test/integration/sqlite-reader.test.ts',
   'test/integration/store-write-locks.test.ts',
   'test/integration/platform-faults.test.ts',
+  'test/integration/storage-faults.test.ts',
 ];
 /**
  * Tests of PostgreSQL's own machinery and faults, and of several instances sharing PostgreSQL and Redis: only
@@ -30,7 +31,9 @@ const POSTGRES_ONLY = [
   'test/integration/trust-across-instances.test.ts',
   'test/integration/updates-across-instances.test.ts',
   'test/integration/several-instances.test.ts',
+  'test/integration/several-instances-limits-and-credentials.test.ts',
   'test/integration/stream-across-instances.test.ts',
+  'test/integration/stream-registry.test.ts',
   // Needs HAProxy, which CI installs before `npm run test:postgres`.
   'test/integration/proxy-protocol-haproxy.test.ts',
 ];

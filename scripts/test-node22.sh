@@ -27,8 +27,11 @@ exec "$NODE22" node_modules/vitest/vitest.mjs run \
   test/unit/shared/ \
   test/integration/agent- \
   test/integration/serve.test.ts \
-  test/integration/device-api.test.ts \
+  test/integration/serve-metrics-and-cors.test.ts \
+  test/integration/device-api \
   test/integration/command-lifecycle.test.ts \
+  test/integration/command-reports-and-cancel.test.ts \
+  test/integration/command-controls.test.ts \
   test/integration/long-poll.test.ts \
   test/unit/platform/checkpointer.test.ts \
   "$@"

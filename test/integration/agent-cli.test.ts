@@ -2,10 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openAgentStore } from '../../agent/store/agent-store.js';
 import { ensureSelfSignedCertificate } from '../../platform/http/tls.js';
 import { type AgentRunProcess, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
-import { type CliResult, REPO_ROOT, runCli } from '../helpers/cli.js';
+import { agentCli, agentJson, secretsOf, startRegisteredAgent } from '../helpers/agent-cli.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -13,21 +12,6 @@ import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/p
  * DESIGN.md §11) as separate processes, reading the store of a real agent process that runs against a real
  * platform. Run `npm run build` first.
  */
-
-const AGENT_CLI = path.join(REPO_ROOT, 'dist', 'agent', 'cli.js');
-
-const agentCli = (args: string[]): Promise<CliResult> =>
-  runCli(args, { script: AGENT_CLI, timeoutMs: 30_000 });
-
-// biome-ignore lint/suspicious/noExplicitAny: the JSON shapes are asserted field by field
-async function agentJson(args: string[]): Promise<{ code: number | null; json: any; stdout: string }> {
-  const res = await agentCli([...args, '--json']);
-  try {
-    return { code: res.code, json: JSON.parse(res.stdout), stdout: res.stdout };
-  } catch {
-    throw new Error(`${args.join(' ')} printed no JSON (exit ${res.code}):\n${res.stdout}\n${res.stderr}`);
-  }
-}
 
 type AgentProcess = AgentRunProcess;
 const spawnAgent = (args: string[]): AgentProcess => spawnAgentRun(args);
@@ -40,17 +24,6 @@ let dataDir: string;
 let deviceId: string;
 const SN = `CLI-${process.pid}`;
 const running: AgentProcess[] = [];
-
-function secretsOf(dir: string): string[] {
-  const store = openAgentStore(dir, { readonly: true });
-  try {
-    return [store.getIdentity()?.secret, store.getToken()?.accessToken].filter(
-      (s): s is string => typeof s === 'string' && s.length > 0,
-    );
-  } finally {
-    store.close();
-  }
-}
 
 async function queue(urlPath: string, json: unknown): Promise<string> {
   const res = await tp.http.post(urlPath, { token: tenant.token, json });
@@ -71,43 +44,7 @@ beforeAll(async () => {
   tp = await startTestPlatform();
   tenant = await createTenant(tp, 'agent-cli');
   tmp = tempDir('agent-cli-');
-  dataDir = path.join(tmp.dir, 'data');
-  const ca = path.join(tmp.dir, 'ca.pem');
-  writeFileSync(ca, tp.ca);
-  const config = path.join(tmp.dir, 'agent.json');
-  // Vehicles on both connectors for the whole test, no random faults (a fault makes status degraded).
-  writeFileSync(
-    config,
-    JSON.stringify({ connectors: 2, 'hal-options': { seed: 11, initialOccupancy: 1, faults: false } }),
-  );
-  const agent = spawnAgent([
-    '--data-dir',
-    dataDir,
-    '--platform-url',
-    tp.url,
-    '--ca',
-    ca,
-    '--sn',
-    SN,
-    '--config',
-    config,
-  ]);
-  running.push(agent);
-  // Registered, assigned to the tenant's site, and one heartbeat recorded.
-  const status = await waitFor(
-    () => agentJson(['status', '--data-dir', dataDir]).catch(() => undefined),
-    (s) => s?.json?.identity?.device_id !== undefined,
-    20_000,
-    250,
-  );
-  if (!status?.json?.identity) throw new Error(`the agent did not register:\n${agent.stderr()}`);
-  deviceId = status.json.identity.device_id;
-  await tp.store.assignDevice(deviceId, tenant.siteId);
-  await waitFor(
-    () => tp.store.getDevice(deviceId),
-    (d) => d?.last_heartbeat_ms !== null && d?.last_heartbeat_ms !== undefined,
-    10_000,
-  );
+  ({ dataDir, deviceId } = await startRegisteredAgent({ tp, tenant, dir: tmp.dir, sn: SN, running }));
 });
 
 afterAll(async () => {

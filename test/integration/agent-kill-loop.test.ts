@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import type { RateLimitStore } from '../../platform/http/rate-limit/rate-limiter
 import { createSeededRandom } from '../../simulators/seeded-random.js';
 import { type AgentRunProcess, sleep, spawnAgentRun, tempDir, waitFor } from '../helpers/agent.js';
 import { REPO_ROOT } from '../helpers/cli.js';
+import { checkWhileDown, FINAL_STATUSES, logLines, operatorLoad } from '../helpers/kill-loop-operator.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 /**
@@ -33,6 +34,7 @@ import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/p
  * The platform runs in process, with its rate limits lifted (a limiter that allows everything): eight restarts
  * in a minute replay more than the device budget of 60 reports a minute, and the point here is what survives a
  * kill, not the backoff (tested in agent-outage and rate-limits). `AGENT_KILL_SEED=n` replays another schedule.
+ * The operator and the check between kills are in test/helpers/kill-loop-operator.ts.
  */
 
 const AGENT_CLI = path.join(REPO_ROOT, 'dist', 'agent', 'cli.js');
@@ -41,8 +43,6 @@ const SEED = Number(process.env.AGENT_KILL_SEED ?? 0x6b11_1006);
 const K = 8;
 /** Kills in a row that close no session before the test gives up: the agent has stopped making progress. */
 const STALL_KILLS = 10;
-const FINAL_STATUSES = ['succeeded', 'failed', 'rejected'];
-const RANK: Record<string, number> = { received: 0, accepted: 1, succeeded: 2, failed: 2, rejected: 2 };
 
 const allowAll: RateLimitStore = {
   hit: (_key, limit) => ({ allowed: true, limit, remaining: limit, resetSeconds: 1 }),
@@ -53,23 +53,6 @@ const allowAll: RateLimitStore = {
 type AgentProcess = AgentRunProcess;
 // Long runs: keep only the tail of stderr.
 const spawnAgent = (args: string[]): AgentProcess => spawnAgentRun(args, { maxStderrChars: 200_000 });
-
-/** The agent's JSON log lines, every run (one rotating file; a line cut by SIGKILL is skipped). */
-function logLines(dataDir: string): Array<Record<string, unknown>> {
-  const lines: Array<Record<string, unknown>> = [];
-  for (const file of ['agent.log.3', 'agent.log.2', 'agent.log.1', 'agent.log']) {
-    const full = path.join(dataDir, 'logs', file);
-    if (!existsSync(full)) continue;
-    for (const line of readFileSync(full, 'utf8').split('\n')) {
-      try {
-        if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // the last line of a killed run may be cut short
-      }
-    }
-  }
-  return lines;
-}
 
 let tp: TestPlatform;
 let tenant: Awaited<ReturnType<typeof createTenant>>;
@@ -150,116 +133,8 @@ describe('charger-agent run, SIGKILLed over and over under load', () => {
     expect(await tp.store.assignDevice(deviceId, tenant.siteId)).toBe(true);
 
     // The operator, concurrently: one command every 0.4–1.2 s, whatever the agent is doing.
-    const commands: Array<{ id: string; what: string; queuedAt: number; whileDown: boolean }> = [];
-    let down = false;
-    const schedules = new Map<number, Set<string>>([
-      [1, new Set()],
-      [2, new Set()],
-    ]);
-    const base = `/v1/operator/devices/${deviceId}/connectors`;
-    async function issue(): Promise<void> {
-      const c = random() < 0.5 ? 1 : 2;
-      const roll = random();
-      let res: Awaited<ReturnType<TestPlatform['http']['post']>>;
-      let what: string;
-      if (roll < 0.25) {
-        what = `stop ${c}`;
-        res = await tp.http.post(`${base}/${c}/stop`, {
-          token: tenant.token,
-          json: { reason: 'user_request' },
-        });
-      } else if (roll < 0.5) {
-        const kw = Math.round(between(3, 22));
-        what = `start ${c} ${kw} kW`;
-        res = await tp.http.post(`${base}/${c}/start`, { token: tenant.token, json: { power_limit: kw } });
-      } else if (roll < 0.7) {
-        const sid = `s${1 + Math.floor(random() * 3)}`;
-        what = `schedule ${c} ${sid}`;
-        res = await tp.http.post(`${base}/${c}/schedule`, {
-          token: tenant.token,
-          json: {
-            schedule_id: sid,
-            type: 'daily',
-            time_slots: [{ start: '00:00', end: '00:00', power_limit: Math.round(between(4, 22)) }],
-            timezone: 'UTC',
-          },
-        });
-        schedules.get(c)!.add(sid);
-      } else if (roll < 0.8 && schedules.get(c)!.size > 0) {
-        const sid = [...schedules.get(c)!][0]!;
-        schedules.get(c)!.delete(sid);
-        what = `delete schedule ${c} ${sid}`;
-        res = await tp.http.delete(`${base}/${c}/schedules/${sid}`, { token: tenant.token });
-      } else {
-        // Flexibility: a site-wide power cap; its window outlasts the test, so it never expires undelivered.
-        const percent = 40 + Math.floor(random() * 61);
-        what = `flexibility ${percent} %`;
-        const control = await tp.http.post('/v1/operator/control/flexibility', {
-          token: tenant.token,
-          json: {
-            target_type: 'site',
-            target_ids: [tenant.siteId],
-            command: 'set_power_limit',
-            params: { power_limit_percent: percent, duration: 900 },
-          },
-        });
-        expect(control.status, control.text).toBe(200);
-        const fanned = await tp.store.getControl(control.body.data.control_id);
-        for (const cmd of fanned?.commands ?? [])
-          commands.push({ id: cmd.command_id, what, queuedAt: Date.now(), whileDown: down });
-        return;
-      }
-      expect(res.status, `${what}: ${res.text}`).toBe(200);
-      commands.push({ id: res.body.data.command_id, what, queuedAt: Date.now(), whileDown: down });
-    }
-    let operating = true;
-    const operator = (async () => {
-      while (operating) {
-        await issue();
-        await sleep(between(400, 1_200));
-      }
-    })();
-
-    /**
-     * With the agent down: the store is whole and holds everything the platform acknowledged from it. Returns
-     * how many sessions the agent has closed so far.
-     */
-    async function checkWhileDown(kill: number): Promise<number> {
-      const db = new Database(agentStoreFile(dataDir), { readonly: true, fileMustExist: true });
-      try {
-        expect(db.pragma('integrity_check', { simple: true }), `integrity after kill ${kill}`).toBe('ok');
-      } finally {
-        db.close();
-      }
-      const store = openAgentStore(dataDir, { readonly: true });
-      try {
-        for (const { id } of commands) {
-          const platform = (await tp.store.getCommand(id))?.command.status ?? 'missing';
-          if (!(platform in RANK)) continue; // queued, delivered, expired
-          const journal = store.journalGet(id)?.status;
-          expect(journal, `kill ${kill}: ${id} is ${platform} on the platform`).toBeDefined();
-          if (FINAL_STATUSES.includes(platform)) expect(journal, `kill ${kill}: ${id}`).toBe(platform);
-          else
-            expect(RANK[journal!]!, `kill ${kill}: ${id} ${platform}/${journal}`).toBeGreaterThanOrEqual(1);
-        }
-        const closed = new Set(
-          store
-            .listSessions(100_000)
-            .filter((s) => s.endedAt !== undefined)
-            .map((s) => s.recordId),
-        );
-        const records = await tp.store.listChargingRecords([tenant.operatorId], {
-          device_id: deviceId,
-          page: 1,
-          size: 100_000,
-        });
-        for (const r of records.items)
-          expect(closed.has(r.record_id), `kill ${kill}: record ${r.record_id}`).toBe(true);
-        return closed.size;
-      } finally {
-        store.close();
-      }
-    }
+    const load = operatorLoad({ tp, tenant, deviceId, random });
+    const { commands } = load;
 
     const kills: Array<{ afterMs: number; downMs: number }> = [];
     let closedSoFar = 0;
@@ -270,8 +145,8 @@ describe('charger-agent run, SIGKILLed over and over under load', () => {
       const exit = await agent.exited;
       const killedAt = Date.now();
       expect(exit.signal, agent.stderr().slice(-2_000)).toBe('SIGKILL');
-      down = true;
-      const closedNow = await checkWhileDown(kill);
+      load.down = true;
+      const closedNow = await checkWhileDown({ tp, tenant, deviceId }, dataDir, commands, kill);
       if (closedNow > closedSoFar) lastProgressKill = kill;
       closedSoFar = closedNow;
       expect(
@@ -279,17 +154,16 @@ describe('charger-agent run, SIGKILLed over and over under load', () => {
         `no session closed over ${STALL_KILLS} kills in a row (${closedSoFar} of ${K} so far)\n${agent.stderr().slice(-2_000)}`,
       ).toBeLessThan(STALL_KILLS);
       // Commands that can only reach the agent after it is back.
-      await issue();
+      await load.issue();
       await sleep(between(100, 600));
-      down = false;
+      load.down = false;
       kills.push({ afterMs: killedAt - agent.spawnedAt, downMs: Date.now() - killedAt });
       agent = start();
     }
 
     // Let the load run a little longer, then stop the operator and let the agent catch up.
     await sleep(2_000);
-    operating = false;
-    await operator;
+    await load.stop();
     const settled = await waitFor(
       async () => {
         const open: string[] = [];

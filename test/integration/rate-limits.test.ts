@@ -8,7 +8,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
-import { rateItem } from '../helpers/rate-limit-headers.js';
+import { rateItem, rateLimitExpectations } from '../helpers/rate-limit-headers.js';
 import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
@@ -20,8 +20,8 @@ import { createClientOf } from '../helpers/sealed-writes.js';
  */
 
 let tp: TestPlatform;
-/** 429s this suite caused, by limiter class, to compare with GET /metrics at the end. */
-const refusals = new Map<string, number>();
+/** The 429s this suite caused, by limiter class, are compared with GET /metrics at the end. */
+const { refusals, expectRateLimited, expectAllowed } = rateLimitExpectations();
 
 beforeAll(async () => {
   tp = await startTestPlatform();
@@ -29,28 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await tp.stop();
 });
-
-/** Asserts the 429 ErrorResponse and its headers; returns retry_after_seconds. */
-function expectRateLimited(res: HttpResult, rateClass: string, limit: number, windowSeconds: number): number {
-  const body = expectError(res, 429, 5001);
-  expect(body.message).toBe('Too many requests');
-  const retry = body.details?.retry_after_seconds;
-  expect(Number.isInteger(retry)).toBe(true);
-  expect(retry).toBeGreaterThanOrEqual(1);
-  expect(retry).toBeLessThanOrEqual(windowSeconds);
-  expect(res.headers['retry-after']).toBe(String(retry));
-  expect(rateItem(res, 'ratelimit-policy', rateClass)).toBe(`"${rateClass}";q=${limit};w=${windowSeconds}`);
-  expect(rateItem(res, 'ratelimit', rateClass)).toBe(`"${rateClass}";r=0;t=${retry}`);
-  refusals.set(rateClass, (refusals.get(rateClass) ?? 0) + 1);
-  return retry;
-}
-
-/** A success that carries the RateLimit fields with the remaining budget. */
-function expectAllowed(res: HttpResult, status: number, rateClass: string, remaining: number) {
-  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status} ${res.text}`);
-  expect(rateItem(res, 'ratelimit', rateClass)).toMatch(new RegExp(`^"${rateClass}";r=${remaining};t=\\d+$`));
-  expect(rateItem(res, 'ratelimit-policy', rateClass)).toMatch(new RegExp(`^"${rateClass}";q=\\d+;w=\\d+$`));
-}
 
 /** A client of an existing operator, created without spending a token issuance. */
 async function extraClient(operatorId: string) {

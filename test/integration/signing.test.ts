@@ -1,23 +1,18 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { signRequest } from '../../shared/index.js';
-import { pollUntil, runCli, runCliJson } from '../helpers/cli.js';
 import {
-  createTenant,
+  type createTenant,
   expectError,
-  type HttpResult,
-  operatorToken,
   type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { type SignedCall, signedCalls, startSigningPlatform, stopPath } from '../helpers/signed-calls.js';
 
 /**
  * Optional HMAC request signing (spec "Optional request signing", DESIGN.md §8): `X-Signature` = lowercase hex
  * HMAC-SHA256 over METHOD + path-with-query + X-Timestamp + raw body, X-Timestamp in Unix seconds within
- * ±300 s, each signature accepted once. Requiring signatures is switched through the REAL admin CLI against the
- * running platform's data directory (another process), which the platform picks up on its own.
- * Run `npm run build` first: the CLI is executed from dist/.
+ * ±300 s, each signature accepted once. Requiring signatures (through the admin CLI) is tested in
+ * signing-required.test.ts.
  */
 
 let tp: TestPlatform;
@@ -26,10 +21,7 @@ let other: Awaited<ReturnType<typeof createTenant>>;
 let dev: RegisteredDevice;
 
 beforeAll(async () => {
-  tp = await startTestPlatform();
-  tenant = await createTenant(tp, 'Signing Alpha');
-  other = await createTenant(tp, 'Signing Beta');
-  dev = await registerDevice(tp, 'SG-SN-1', tenant.siteId);
+  ({ tp, tenant, other, dev } = await startSigningPlatform());
 });
 afterAll(async () => {
   await tp.stop();
@@ -39,70 +31,11 @@ beforeEach(() => {
   tp.advance(60_000);
 });
 
-const nowSeconds = () => Math.floor(tp.platform.context.now() / 1000);
-
-interface SignedCall {
-  method?: 'POST' | 'DELETE' | 'GET';
-  path: string;
-  body?: string;
-  token: string;
-  secret: string;
-  /** Sign these instead of what is sent. */
-  signPath?: string;
-  signBody?: string;
-  signMethod?: string;
-  stamp?: number | string;
-  /** Send this stamp instead of the signed one. */
-  sendStamp?: string;
-  signature?: string;
-}
-
-function signedHeaders(c: SignedCall): Record<string, string> {
-  const method = c.method ?? 'POST';
-  const stamp = c.stamp ?? nowSeconds();
-  const signature =
-    c.signature ??
-    signRequest(c.secret, c.signMethod ?? method, c.signPath ?? c.path, stamp, c.signBody ?? c.body ?? '');
-  return { 'x-timestamp': c.sendStamp ?? String(stamp), 'x-signature': signature };
-}
-
-function send(c: SignedCall, headers: Record<string, string> = signedHeaders(c)): Promise<HttpResult> {
-  return tp.http.call(c.method ?? 'POST', c.path, {
-    token: c.token,
-    headers,
-    ...(c.body !== undefined ? { raw: c.body, contentType: 'application/json' } : {}),
-  });
-}
-
-const stopPath = (deviceId: string, connector = 1) =>
-  `/v1/operator/devices/${deviceId}/connectors/${connector}/stop`;
-let ts = Date.UTC(2025, 2, 1);
-const telemetryBody = () => {
-  ts += 1_000;
-  return JSON.stringify({
-    timestamp: new Date(ts).toISOString(),
-    connector_id: 1,
-    state: 'charging',
-    power: 7,
-  });
-};
-
-/** An operator write signed by the tenant's client. */
-const opStop = (extra: Partial<SignedCall> = {}): SignedCall => ({
-  path: stopPath(dev.deviceId),
-  body: JSON.stringify({ reason: 'user_request' }),
-  token: tenant.token,
-  secret: tenant.clientSecret,
-  ...extra,
-});
-/** A charger write signed with its device secret. */
-const devTelemetry = (extra: Partial<SignedCall> = {}): SignedCall => ({
-  path: '/v1/device/telemetry',
-  body: telemetryBody(),
-  token: dev.token,
-  secret: dev.secret,
-  ...extra,
-});
+const { nowSeconds, signedHeaders, send, telemetryBody, opStop, devTelemetry } = signedCalls(() => ({
+  tp,
+  tenant,
+  dev,
+}));
 
 describe('signed requests', () => {
   it('accepts a signed operator write and a signed charger write', async () => {
@@ -270,173 +203,5 @@ describe('signed requests', () => {
     };
     expect((await send(poll)).status).toBe(200);
     expectError(await send({ ...poll, signPath: '/v1/device/commands?wait=5' }), 401, 2001);
-  });
-});
-
-describe('requiring signatures (set through the admin CLI)', () => {
-  /** Unsigned write with an invalid body: 400 while signing is optional, 401 once it is required. */
-  const probeOperator = (token: string, deviceId: string) => () =>
-    tp.http.post(stopPath(deviceId), { token, json: { reason: 42 } }).then((r) => r.status);
-  const probeDevice = (d: RegisteredDevice) => () => {
-    tp.advance(1_000); // stay inside the charger's 10-per-second budget while polling
-    return tp.http
-      .post('/v1/device/telemetry', { token: d.token, json: { connector_id: 0 } })
-      .then((r) => r.status);
-  };
-
-  it('clients require-signature: unsigned writes 401, unsigned reads and signed writes 200; --off restores', async () => {
-    const on = await runCli([
-      'clients',
-      'require-signature',
-      '--data-dir',
-      tp.dataDir,
-      '--client',
-      tenant.clientId,
-    ]);
-    expect(on.code).toBe(0);
-    expect(on.stdout).toContain('must sign');
-    expect(await pollUntil(probeOperator(tenant.token, dev.deviceId), (s) => s === 401, 5_000)).toBe(401);
-
-    const unsigned = await tp.http.post(stopPath(dev.deviceId), { token: tenant.token, json: {} });
-    expectError(unsigned, 401, 2001);
-    const unsignedCancel = await tp.http.delete('/v1/operator/commands/cmd_whatever', {
-      token: tenant.token,
-    });
-    expectError(unsignedCancel, 401, 2001);
-    const flex = await tp.http.post('/v1/operator/control/flexibility', {
-      token: tenant.token,
-      json: { target_type: 'all', command: 'pause_charging', params: { duration: 60 } },
-    });
-    expectError(flex, 401, 2001);
-    expect((await tp.http.get(`/v1/operator/devices/${dev.deviceId}`, { token: tenant.token })).status).toBe(
-      200,
-    );
-    expect((await tp.http.get('/v1/operator/charging-records', { token: tenant.token })).status).toBe(200);
-    expect((await send(opStop())).status).toBe(200);
-    // A bad signature is still refused, of course.
-    expectError(await send(opStop({ secret: other.clientSecret })), 401, 2001);
-    // Tokens are issued as before (the token endpoint has no principal to sign for).
-    const fresh = await operatorToken(tp.http, tenant.clientId, tenant.clientSecret);
-    expectError(await tp.http.post(stopPath(dev.deviceId), { token: fresh, json: {} }), 401, 2001);
-    // Other clients are not affected.
-    expect((await tp.http.post(stopPath(dev.deviceId), { token: other.token, json: {} })).status).toBe(404);
-
-    const off = await runCli([
-      'clients',
-      'require-signature',
-      '--data-dir',
-      tp.dataDir,
-      '--client',
-      tenant.clientId,
-      '--off',
-    ]);
-    expect(off.code).toBe(0);
-    expect(await pollUntil(probeOperator(tenant.token, dev.deviceId), (s) => s === 400, 5_000)).toBe(400);
-    expect((await tp.http.post(stopPath(dev.deviceId), { token: tenant.token, json: {} })).status).toBe(200);
-  });
-
-  it('devices require-signature: the charger must sign telemetry and heartbeats, not its reads; --off restores', async () => {
-    const d = await registerDevice(tp, 'SG-SN-REQ', tenant.siteId);
-    const on = await runCli([
-      'devices',
-      'require-signature',
-      '--data-dir',
-      tp.dataDir,
-      '--device',
-      d.deviceId,
-    ]);
-    expect(on.code).toBe(0);
-    expect(await pollUntil(probeDevice(d), (s) => s === 401, 5_000)).toBe(401);
-
-    tp.advance(1_000);
-    expectError(
-      await tp.http.post('/v1/device/telemetry', {
-        token: d.token,
-        raw: telemetryBody(),
-        contentType: 'application/json',
-      }),
-      401,
-      2001,
-    );
-    const hb = JSON.stringify({ timestamp: new Date().toISOString(), status: 'online', fault_code: 0 });
-    expectError(
-      await tp.http.post('/v1/device/heartbeat', {
-        token: d.token,
-        raw: hb,
-        contentType: 'application/json',
-      }),
-      401,
-      2001,
-    );
-    expect((await tp.http.get('/v1/device/commands?wait=0', { token: d.token })).status).toBe(200);
-    expect((await send(devTelemetry({ token: d.token, secret: d.secret }))).status).toBe(200);
-    expect(
-      (await send({ path: '/v1/device/heartbeat', body: hb, token: d.token, secret: d.secret })).status,
-    ).toBe(200);
-    // Another charger is not affected.
-    expect(
-      (
-        await tp.http.post('/v1/device/telemetry', {
-          token: dev.token,
-          raw: telemetryBody(),
-          contentType: 'application/json',
-        })
-      ).status,
-    ).toBe(200);
-
-    const off = await runCli([
-      'devices',
-      'require-signature',
-      '--data-dir',
-      tp.dataDir,
-      '--device',
-      d.deviceId,
-      '--off',
-    ]);
-    expect(off.code).toBe(0);
-    expect(await pollUntil(probeDevice(d), (s) => s === 400, 5_000)).toBe(400);
-    tp.advance(1_000);
-    expect(
-      (
-        await tp.http.post('/v1/device/telemetry', {
-          token: d.token,
-          raw: telemetryBody(),
-          contentType: 'application/json',
-        })
-      ).status,
-    ).toBe(200);
-  });
-
-  it('clients create --require-signature: the new client must sign its writes from the start', async () => {
-    const created = await runCliJson([
-      'clients',
-      'create',
-      '--data-dir',
-      tp.dataDir,
-      '--operator',
-      tenant.operatorId,
-      '--scopes',
-      'read,write',
-      '--require-signature',
-      '--json',
-    ]);
-    expect(created).toMatchObject({ client_id: expect.any(String), client_secret: expect.any(String) });
-    const token = await operatorToken(tp.http, created.client_id, created.client_secret);
-    expectError(await tp.http.post(stopPath(dev.deviceId), { token, json: {} }), 401, 2001);
-    expect((await tp.http.get(`/v1/operator/devices/${dev.deviceId}`, { token })).status).toBe(200);
-    const signed = await send(opStop({ token, secret: created.client_secret }));
-    expect(signed.status).toBe(200);
-    expect(signed.body.data.status).toBe('queued');
-  });
-
-  it('an unknown client or device is an error of the CLI, not a silent success', async () => {
-    const [c, d] = await Promise.all([
-      runCli(['clients', 'require-signature', '--data-dir', tp.dataDir, '--client', 'cli_nobody']),
-      runCli(['devices', 'require-signature', '--data-dir', tp.dataDir, '--device', 'dev_nobody']),
-    ]);
-    expect(c.code).not.toBe(0);
-    expect(c.stderr).toContain('cli_nobody');
-    expect(d.code).not.toBe(0);
-    expect(d.stderr).toContain('dev_nobody');
   });
 });

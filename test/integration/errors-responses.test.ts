@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type Caller,
+  expectApiError,
+  expectEnvelope,
+  expectNoLeak,
+  freshCaller,
+  startErrorsPlatform,
+} from '../helpers/error-checks.js';
+import {
+  createTenant,
+  type HttpResult,
+  type RegisteredDevice,
+  registerDevice,
+  startTestPlatform,
+  type TestPlatform,
+} from '../helpers/platform.js';
+import { openStoredData } from '../helpers/stored-data.js';
+
+/**
+ * The error envelope everywhere (spec "Errors", DESIGN.md §4) from the answer's side: X-API-Version on every
+ * response, internal errors answered 500/9001 without internals, and no error body leaking any.
+ */
+
+let tp: TestPlatform;
+let operator: { operatorId: string; siteId: string };
+/** A fresh API client and a fresh charger for every test, so that no test spends another's rate budget. */
+let tenant: Caller;
+let device: RegisteredDevice;
+let deviceSn: string;
+
+beforeAll(async () => {
+  ({ tp, operator } = await startErrorsPlatform());
+});
+afterAll(async () => {
+  await tp?.stop();
+});
+beforeEach(async () => {
+  deviceSn = sn();
+  ({ tenant, device } = await freshCaller(tp, operator, deviceSn));
+});
+
+let serial = 0;
+const sn = () => `SN-E-${process.pid}-${++serial}`;
+const heartbeatBody = () => ({ timestamp: new Date().toISOString(), status: 'online', fault_code: 0 });
+
+describe('X-API-Version on every response', () => {
+  it('is 1.3.0 on successes and on errors of every kind', async () => {
+    const reg = await tp.http.post('/v1/device/register', {
+      json: { sn: sn(), model: 'M', manufacturer: 'Acme', firmware_version: '1' },
+    });
+    const responses: Array<[string, HttpResult]> = [
+      ['healthz', await tp.http.get('/healthz')],
+      ['register', reg],
+      [
+        'device token',
+        await tp.http.post('/v1/device/token', {
+          json: {
+            device_id: reg.body.data.device_id,
+            device_secret: reg.body.data.device_secret,
+            grant_type: 'client_credentials',
+          },
+        }),
+      ],
+      [
+        'heartbeat',
+        await tp.http.post('/v1/device/heartbeat', { token: device.token, json: heartbeatBody() }),
+      ],
+      [
+        'operator token',
+        await tp.http.post('/v1/operator/oauth/token', {
+          json: {
+            client_id: tenant.clientId,
+            client_secret: tenant.clientSecret,
+            grant_type: 'client_credentials',
+          },
+        }),
+      ],
+      ['device', await tp.http.get(`/v1/operator/devices/${device.deviceId}`, { token: tenant.token })],
+      ['records', await tp.http.get('/v1/operator/charging-records', { token: tenant.token })],
+      ['400/1001', await tp.http.post('/v1/device/heartbeat', { token: device.token, json: {} })],
+      [
+        '400/1002',
+        await tp.http.post('/v1/device/heartbeat', {
+          token: device.token,
+          raw: '{',
+          contentType: 'application/json',
+        }),
+      ],
+      ['401/2001', await tp.http.post('/v1/device/heartbeat', { json: heartbeatBody() })],
+      ['404/3001 route', await tp.http.get('/v1/nope')],
+      [
+        '404/3001 device',
+        await tp.http.get('/v1/operator/devices/dev_00000000000000000000', { token: tenant.token }),
+      ],
+      [
+        '409/4001',
+        await tp.http.post('/v1/device/register', {
+          json: { sn: deviceSn, model: 'M', manufacturer: 'Acme', firmware_version: '1' },
+        }),
+      ],
+      [
+        '413/1002',
+        await tp.http.post('/v1/device/register', {
+          raw: 'x'.repeat(70_000),
+          contentType: 'application/json',
+        }),
+      ],
+      ['415/1002', await tp.http.post('/v1/device/register', { raw: 'x', contentType: 'text/plain' })],
+      ['400 bad url', await tp.http.get('/v1/operator/devices/%zz', { token: tenant.token })],
+      [
+        '400 long param',
+        await tp.http.get(`/v1/operator/devices/${'a'.repeat(300)}`, { token: tenant.token }),
+      ],
+    ];
+    for (const [name, res] of responses) {
+      expect({ name, version: res.headers['x-api-version'] }).toEqual({ name, version: '1.3.0' });
+      expect(res.headers['x-request-id']).toBeTypeOf('string');
+    }
+    const statuses = responses.map(([, r]) => r.status);
+    expect(statuses).toEqual([
+      200, 200, 200, 200, 200, 200, 200, 400, 400, 401, 404, 404, 409, 413, 415, 400, 400,
+    ]);
+  });
+});
+
+describe('internal errors: 500/9001 without internals', () => {
+  let broken: TestPlatform;
+  let d: RegisteredDevice;
+  beforeAll(async () => {
+    broken = await startTestPlatform();
+    const t = await createTenant(broken, 'broken');
+    d = await registerDevice(broken, `SN-BROKEN-${process.pid}`, t.siteId);
+    // Break the schema under the running platform, from another connection.
+    const db = await openStoredData(broken.dataDir, { write: true });
+    try {
+      await db.exec('DROP TABLE telemetry');
+    } finally {
+      await db.close();
+    }
+  });
+  afterAll(async () => {
+    await broken?.stop();
+  });
+
+  it('a failing SQLite write answers a bare 9001: no SQL, no SQLite error, no path, no stack', async () => {
+    const res = await broken.http.post('/v1/device/telemetry', {
+      token: d.token,
+      json: { timestamp: new Date().toISOString(), connector_id: 1, state: 'idle' },
+    });
+    expectApiError(res, 500, 9001);
+    expect(res.body).toEqual({ code: 9001, message: 'Internal error' });
+    expect(res.text).not.toMatch(/telemetry|no such table/i);
+  });
+
+  it('the platform keeps serving after an internal error', async () => {
+    const res = await broken.http.post('/v1/device/heartbeat', { token: d.token, json: heartbeatBody() });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe('error bodies never leak internals', () => {
+  it('holds across a sample of refusals', async () => {
+    const samples: HttpResult[] = [
+      await tp.http.post('/v1/device/register', { raw: '{"sn":', contentType: 'application/json' }),
+      await tp.http.post('/v1/device/register', {
+        json: { sn: deviceSn, model: 'M', manufacturer: 'A', firmware_version: '1' },
+      }),
+      await tp.http.post('/v1/device/token', {
+        json: { device_id: device.deviceId, device_secret: 'wrong', grant_type: 'client_credentials' },
+      }),
+      await tp.http.post('/v1/device/heartbeat', { token: 'dv.e30.AAAA', json: heartbeatBody() }),
+      await tp.http.post('/v1/device/telemetry', {
+        token: device.token,
+        json: { connector_id: 'DROP TABLE devices' },
+      }),
+      await tp.http.get("/v1/operator/devices/dev_1'%20OR%20'1'='1", { token: tenant.token }),
+      await tp.http.get(
+        '/v1/operator/charging-records?start_time=2025-01-01T00:00:00Z&end_time=2024-01-01T00:00:00Z',
+        {
+          token: tenant.token,
+        },
+      ),
+      await tp.http.post('/v1/operator/control/flexibility', {
+        token: tenant.token,
+        json: { target_type: 'moon' },
+      }),
+      await tp.http.get('/v1/operator/devices/%c0%af', { token: tenant.token }),
+    ];
+    for (const res of samples) {
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      expectEnvelope(res);
+      expectNoLeak(res);
+    }
+  });
+});

@@ -1,0 +1,237 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { rotateDeviceSecret } from '../../platform/services/device-secret-service.js';
+import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
+import type { RegisterInput, Store } from '../../platform/storage/store.js';
+import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
+import { charger, operatorWithSiteOn, registeredOn, T0 } from '../helpers/chargers-on-store.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
+
+/**
+ * The repository contract of a device's tenancy (its site and operators) and of its two-phase secret
+ * rotation: the same cases on every backend, so that PostgreSQL behaves exactly as SQLite does.
+ */
+
+describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (backend) => {
+  let clock = T0;
+  let ts: TestStore;
+  let store: Store;
+  beforeEach(async () => {
+    clock = T0;
+    ts = await openTestStore(backend, { now: () => clock });
+    store = ts.store;
+  });
+  afterEach(async () => {
+    await ts.close();
+  });
+  const tick = (ms = 1) => {
+    clock += ms;
+  };
+  const operatorWithSite = (name = 'A') => operatorWithSiteOn(store, tick, name);
+  const registered = (sn: string, siteId?: string, extra: Partial<RegisterInput> = {}) =>
+    registeredOn(store, sn, siteId, extra);
+
+  describe('tenancy, sites and secrets', () => {
+    it('shows a device only to the operators of its site', async () => {
+      const a = await operatorWithSite('A');
+      const b = await operatorWithSite('B');
+      const dev = await registered('SN-1', a.site.site_id);
+      const homeless = await registered('SN-2');
+      const id = dev.device.device_id;
+      expect(await store.getDeviceForOperators(id, [b.op.operator_id, a.op.operator_id])).toMatchObject({
+        device_id: id,
+        site_id: a.site.site_id,
+      });
+      expect(await store.getDeviceForOperators(id, [b.op.operator_id])).toBeUndefined();
+      expect(await store.getDeviceForOperators(id, [])).toBeUndefined();
+      expect(
+        await store.getDeviceForOperators(homeless.device.device_id, [a.op.operator_id, b.op.operator_id]),
+      ).toBeUndefined();
+    });
+
+    it('lists the registered devices of targets within the caller’s operators', async () => {
+      const a = await operatorWithSite('A');
+      const a2 = await store.createSite({ operator_id: a.op.operator_id, name: 'a2', timezone: 'UTC' });
+      const b = await operatorWithSite('B');
+      const ids = {
+        a1: (await registered('SN-1', a.site.site_id)).device.device_id,
+        a1b: (await registered('SN-2', a.site.site_id)).device.device_id,
+        a2: (await registered('SN-3', a2.site_id)).device.device_id,
+        b: (await registered('SN-4', b.site.site_id)).device.device_id,
+        reset: (await registered('SN-5', a.site.site_id)).device.device_id,
+      };
+      await store.resetDevice(ids.reset);
+      const sorted = (xs: string[]) => [...xs].sort();
+      const opsA = [a.op.operator_id];
+      const A = a.op.operator_id;
+      const B = b.op.operator_id;
+      /** Each reached device with the operator whose site holds it, in device id order. */
+      const reached = (...pairs: Array<[string, string]>) =>
+        sorted(pairs.map(([id]) => id)).map((id) => ({
+          device_id: id,
+          operator_id: pairs.find(([d]) => d === id)![1],
+        }));
+      expect(await store.listDevicesForTargets(opsA, { type: 'all', ids: [] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A], [ids.a2, A]),
+      );
+      expect(await store.listDevicesForTargets(opsA, { type: 'site', ids: [a.site.site_id] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A]),
+      );
+      // Another operator's site is not the caller's to target.
+      expect(
+        await store.listDevicesForTargets(opsA, { type: 'site', ids: [a2.site_id, b.site.site_id] }),
+      ).toEqual(reached([ids.a2, A]));
+      expect(await store.listDevicesForTargets(opsA, { type: 'operator', ids: [A, B] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A], [ids.a2, A]),
+      );
+      expect(await store.listDevicesForTargets([A, B], { type: 'operator', ids: [B] })).toEqual(
+        reached([ids.b, B]),
+      );
+      // An aggregator's `all` reaches both tenants' chargers, each named with its own operator.
+      expect(await store.listDevicesForTargets([A, B], { type: 'all', ids: [] })).toEqual(
+        reached([ids.a1, A], [ids.a1b, A], [ids.a2, A], [ids.b, B]),
+      );
+      expect(await store.listDevicesForTargets([], { type: 'all', ids: [] })).toEqual([]);
+    });
+
+    it('moves a device to another site, with its tenancy', async () => {
+      const a = await operatorWithSite('A');
+      const b = await operatorWithSite('B');
+      const dev = await registered('SN-1', a.site.site_id);
+      const id = dev.device.device_id;
+      expect(await store.assignDevice(id, b.site.site_id)).toBe(true);
+      expect((await store.getDevice(id))?.site_id).toBe(b.site.site_id);
+      expect(await store.loadDeviceEntry(id)).toMatchObject({
+        site_id: b.site.site_id,
+        operator_id: b.op.operator_id,
+      });
+      expect(await store.getDeviceForOperators(id, [a.op.operator_id])).toBeUndefined();
+      expect(await store.getDeviceForOperators(id, [b.op.operator_id])).toBeDefined();
+      expect(await store.countDevicesInSite(a.site.site_id)).toBe(0);
+      expect(await store.countDevicesInSite(b.site.site_id)).toBe(1);
+      expect(await store.deviceIdsInSite(b.site.site_id)).toEqual([id]);
+      expect(await store.assignDevice('dev_missing', b.site.site_id)).toBe(false);
+    });
+
+    it('counts and lists the devices of a site in id order', async () => {
+      const { site } = await operatorWithSite();
+      const ids = [];
+      for (const sn of ['SN-1', 'SN-2', 'SN-3'])
+        ids.push((await registered(sn, site.site_id)).device.device_id);
+      await registered('SN-4');
+      expect(await store.countDevicesInSite(site.site_id)).toBe(3);
+      expect(await store.deviceIdsInSite(site.site_id)).toEqual(ids.sort());
+      expect(await store.countDevicesInSite('site_missing')).toBe(0);
+    });
+
+    describe('two-phase secret rotation', () => {
+      const GRACE = 24 * 3_600_000;
+      const rotate = (id: string) =>
+        rotateDeviceSecret({ store, keys: loadOrCreatePlatformKeys(ts.dataDir) }, id, clock, GRACE);
+      const pendingOf = async (id: string) => {
+        const row = await store.getDevice(id);
+        return { sealed: row?.pending_secret_sealed ?? null, since: row?.pending_since_ms ?? null };
+      };
+
+      it('creates a pending secret beside the current one and answers the same one again', async () => {
+        const { site } = await operatorWithSite();
+        const keys = loadOrCreatePlatformKeys(ts.dataDir);
+        const dev = await registered('SN-1', site.site_id);
+        const id = dev.device.device_id;
+        const first = await rotate(id);
+        expect(first).toEqual({
+          kind: 'pending',
+          secret: expect.any(String),
+          pending_since_ms: clock,
+          created: true,
+        });
+        if (first?.kind !== 'pending') throw new Error('no pending secret');
+        expect(first.secret).not.toBe(dev.secret);
+        // The current secret and generation are untouched; the pending one is sealed beside them.
+        const row = await store.getDevice(id);
+        expect(row).toMatchObject({
+          secret_sealed: dev.device.secret_sealed,
+          secret_gen: 1,
+          pending_since_ms: clock,
+        });
+        expect(keys.openSecret(row?.pending_secret_sealed ?? '')).toBe(first.secret);
+        expect(await store.loadDeviceEntry(id)).toMatchObject({ secret_gen: 1, pending_since_ms: clock });
+        const created = clock;
+        tick(GRACE - 1);
+        expect(await rotate(id)).toEqual({
+          kind: 'pending',
+          secret: first.secret,
+          pending_since_ms: created,
+          created: false,
+        });
+        // Its grace over, a rotation request carries a token of the ended generation.
+        tick(1);
+        expect(await rotate(id)).toEqual({ kind: 'expired' });
+        expect(await rotate('dev_missing')).toBeUndefined();
+        await store.resetDevice(id);
+        expect(await rotate(id)).toBeUndefined();
+      });
+
+      it('promotes the pending secret once, into the next generation; a second promotion answers the same', async () => {
+        const dev = await registered('SN-1');
+        const id = dev.device.device_id;
+        await rotate(id);
+        const { sealed } = await pendingOf(id);
+        expect(await store.promotePendingSecret(id, sealed ?? '')).toBe(2);
+        expect(await store.getDevice(id)).toMatchObject({
+          secret_sealed: sealed,
+          secret_gen: 2,
+          pending_secret_sealed: null,
+          pending_since_ms: null,
+        });
+        expect(await store.loadDeviceEntry(id)).toMatchObject({ secret_gen: 2, pending_since_ms: null });
+        // A request that raced the first one finds its secret current.
+        expect(await store.promotePendingSecret(id, sealed ?? '')).toBe(2);
+        expect((await store.getDevice(id))?.secret_gen).toBe(2);
+        // Something else is neither pending nor current.
+        expect(await store.promotePendingSecret(id, dev.device.secret_sealed ?? '')).toBeUndefined();
+        expect(await store.promotePendingSecret('dev_missing', sealed ?? '')).toBeUndefined();
+        // The next rotation starts afresh.
+        const next = await rotate(id);
+        expect(next).toMatchObject({ kind: 'pending', created: true });
+      });
+
+      it('a reset drops the pending secret, and a pending secret does not outlive it', async () => {
+        const dev = await registered('SN-1');
+        const id = dev.device.device_id;
+        await rotate(id);
+        const { sealed } = await pendingOf(id);
+        expect(await store.resetDevice(id)).toBe(true);
+        expect(await pendingOf(id)).toEqual({ sealed: null, since: null });
+        expect(await store.promotePendingSecret(id, sealed ?? '')).toBeUndefined();
+        const again = await registerOnStore(store, charger('SN-1'), { registration: 'open' });
+        expect(again).toMatchObject({
+          kind: 'registered',
+          device: { pending_secret_sealed: null, pending_since_ms: null, secret_gen: 3 },
+        });
+      });
+
+      it('promotes exactly the pending secrets created at or before the given time', async () => {
+        const a = (await registered('SN-A')).device.device_id;
+        const b = (await registered('SN-B')).device.device_id;
+        const c = (await registered('SN-C')).device.device_id;
+        await rotate(a);
+        const aPending = await pendingOf(a);
+        tick(1000);
+        await rotate(b);
+        tick(1000);
+        expect(await store.promoteExpiredSecrets(T0 - 1)).toEqual([]);
+        expect(await store.promoteExpiredSecrets(T0)).toEqual([a]);
+        expect(await store.getDevice(a)).toMatchObject({
+          secret_sealed: aPending.sealed,
+          secret_gen: 2,
+          pending_secret_sealed: null,
+          pending_since_ms: null,
+        });
+        expect(await store.getDevice(b)).toMatchObject({ secret_gen: 1, pending_since_ms: T0 + 1000 });
+        expect(await store.promoteExpiredSecrets(T0)).toEqual([]);
+        expect(await store.promoteExpiredSecrets(T0 + 5000)).toEqual([b]);
+        expect(await store.getDevice(c)).toMatchObject({ secret_gen: 1, pending_secret_sealed: null });
+      });
+    });
+  });
+});
