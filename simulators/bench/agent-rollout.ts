@@ -233,7 +233,7 @@ async function firstBatchPhases(
       const seconds = (Date.parse(r.received_at) - startedMs) / 1000;
       first.set(r.status, Math.min(first.get(r.status) ?? seconds, seconds));
     }
-    for (const [status, seconds] of first) (at[status] ??= []).push(seconds);
+    for (const [status, seconds] of first) at[status] = [...(at[status] ?? []), seconds];
   }
   const out: Record<string, { median: number; max: number }> = {};
   for (const [status, list] of Object.entries(at)) {
