@@ -11,7 +11,13 @@ import { request } from 'undici';
 import { AGENT_VERSION } from '../../agent/version.js';
 import { runFleetInWorkers } from '../fleet/fleet-workers.js';
 import { benchArgsOrExit } from './bench-args.js';
-import { type BenchPlatform, benchClient, call, startBenchPlatform } from './bench-platform.js';
+import {
+  type BenchPlatform,
+  benchClient,
+  call,
+  sandboxOperatorId,
+  startBenchPlatform,
+} from './bench-platform.js';
 import { sampleProcess } from './process-sampler.js';
 
 /**
@@ -114,13 +120,8 @@ async function uploadRelease(
 
 async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
   const release = await buildRelease(platform, dir);
-  const operators = (await platform.admin(['operators', 'list'])) as Array<{
-    operator_id: string;
-    name: string;
-  }>;
-  const sandbox = operators.find((o) => o.name === 'Sandbox Energy');
-  if (!sandbox) throw new Error('no sandbox operator');
-  const token = await benchClient(platform, sandbox.operator_id);
+  const operatorId = await sandboxOperatorId(platform);
+  const token = await benchClient(platform, operatorId);
   const sites = await call(platform, 'GET', '/v1/operator/sites', { token });
   const depot = (sites.body.data.items as Array<{ site_id: string; name: string }>).find(
     (s) => s.name === 'Sandbox Depot',
@@ -172,7 +173,7 @@ async function measureOn(platform: BenchPlatform, dir: string, opts: Options) {
     const totalS = (Date.now() - started) / 1000;
     const phases = await firstBatchPhases(
       platform,
-      await benchClient(platform, sandbox.operator_id),
+      await benchClient(platform, operatorId),
       updateId,
       view.devices,
       started,

@@ -211,6 +211,14 @@ export async function benchTenant(p: BenchPlatform, name: string) {
   return { operator_id, site_id, client: () => benchClient(p, operator_id) };
 }
 
+/** The sandbox operator's id (a platform started with `--env sandbox`). */
+export async function sandboxOperatorId(p: BenchPlatform): Promise<string> {
+  const operators = (await p.admin(['operators', 'list'])) as Array<{ operator_id: string; name: string }>;
+  const sandbox = operators.find((o) => o.name === 'Sandbox Energy');
+  if (!sandbox) throw new Error('no sandbox operator');
+  return sandbox.operator_id;
+}
+
 export async function benchClient(p: BenchPlatform, operatorId: string): Promise<string> {
   const c = (await p.admin(['clients', 'create', '--operator', operatorId, '--scopes', 'read,write'])) as {
     client_id: string;

@@ -12,7 +12,14 @@ import { artifactSigningText } from '../../shared/artifact-manifest.js';
 import { registerLoadChargers } from './bare-baseline.js';
 import { benchArgsOrExit, DATABASE_OPTION } from './bench-args.js';
 import { type BenchStorage, withBenchDatabase } from './bench-database.js';
-import { type BenchPlatform, benchClient, call, startBenchPlatform, summarize } from './bench-platform.js';
+import {
+  type BenchPlatform,
+  benchClient,
+  call,
+  sandboxOperatorId,
+  startBenchPlatform,
+  summarize,
+} from './bench-platform.js';
 import { type DownloadJob, type DownloadResult, downloadOnWorker } from './download-load.js';
 import { sampleProcess } from './process-sampler.js';
 
@@ -48,13 +55,8 @@ export function measureUpdateDownloads(opts: UpdateDownloadOptions, storage: Ben
 
 /** Uploads `file` as a firmware of the sandbox operator and starts an update of it to every charger. */
 async function artifactForAll(platform: BenchPlatform, file: string, size: number, sha256: string) {
-  const operators = (await platform.admin(['operators', 'list'])) as Array<{
-    operator_id: string;
-    name: string;
-  }>;
-  const sandbox = operators.find((o) => o.name === 'Sandbox Energy');
-  if (!sandbox) throw new Error('no sandbox operator');
-  const token = await benchClient(platform, sandbox.operator_id);
+  const operatorId = await sandboxOperatorId(platform);
+  const token = await benchClient(platform, operatorId);
   const manifest = { kind: 'firmware' as const, version: 'bench-1', target: '', sha256, size };
   const { privateKey } = generateKeyPairSync('ed25519');
   const upload = await request(`${platform.url}/v1/operator/artifacts?kind=firmware&version=bench-1`, {
