@@ -271,7 +271,12 @@ export async function registerDevice(
   });
   if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.text}`);
   const { device_id, device_secret } = reg.body.data;
-  if (siteId) await tp.store.assignDevice(device_id, siteId);
+  if (siteId) {
+    await tp.store.assignDevice(device_id, siteId);
+    // As the platform does when it changes a device itself: its directory (which the stream's tenancy reads)
+    // knows the site now, not at its next poll for changes made outside it.
+    await tp.platform.context.directory.refreshDevice(device_id);
+  }
   const tok = await tp.http.post('/v1/device/token', {
     json: { device_id, device_secret, grant_type: 'client_credentials' },
   });
