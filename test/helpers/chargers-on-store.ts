@@ -1,6 +1,8 @@
 import type { RegisterInput, Store } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
+import type { Backend } from './backends.js';
 import { registerOnStore } from './sealed-writes.js';
+import { storePerTest } from './store-per-test.js';
 
 /**
  * Operators, sites, chargers and telemetry made straight on a store, for the repository contract of the
@@ -56,4 +58,14 @@ export async function registeredOn(
   });
   if (out.kind !== 'registered') throw new Error(`${sn}: ${out.kind}`);
   return out;
+}
+
+/** A store per test at T0 (storePerTest), with operatorWithSite and registered on it. */
+export function chargersOnStore(backend: Backend) {
+  const ctx = storePerTest(backend, T0);
+  return Object.assign(ctx, {
+    operatorWithSite: (name = 'A') => operatorWithSiteOn(ctx.store, () => ctx.tick(), name),
+    registered: (sn: string, siteId?: string, extra: Partial<RegisterInput> = {}) =>
+      registeredOn(ctx.store, sn, siteId, extra),
+  });
 }

@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isOnline, seenStateOfRow } from '../../platform/domain/liveness-rule.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
-import type { DeviceRow, RegisterInput, Store } from '../../platform/storage/store.js';
-import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { charger, operatorWithSiteOn, registeredOn, T0, WINDOW_MS } from '../helpers/chargers-on-store.js';
+import type { DeviceRow } from '../../platform/storage/store.js';
+import { BACKENDS } from '../helpers/backends.js';
+import { charger, chargersOnStore, T0, WINDOW_MS } from '../helpers/chargers-on-store.js';
 import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
@@ -14,30 +14,15 @@ import { registerOnStore } from '../helpers/sealed-writes.js';
  */
 
 describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (backend) => {
-  let clock = T0;
-  let ts: TestStore;
-  let store: Store;
-  beforeEach(async () => {
-    clock = T0;
-    ts = await openTestStore(backend, { now: () => clock });
-    store = ts.store;
-  });
-  afterEach(async () => {
-    await ts.close();
-  });
-  const tick = (ms = 1) => {
-    clock += ms;
-  };
-  const operatorWithSite = (name = 'A') => operatorWithSiteOn(store, tick, name);
-  const registered = (sn: string, siteId?: string, extra: Partial<RegisterInput> = {}) =>
-    registeredOn(store, sn, siteId, extra);
+  const ctx = chargersOnStore(backend);
+  const { operatorWithSite, registered } = ctx;
 
   describe('registration', () => {
     it('registers any serial when open, with its site, secret and declared connectors', async () => {
       const { site } = await operatorWithSite();
-      const keys = loadOrCreatePlatformKeys(ts.dataDir);
+      const keys = loadOrCreatePlatformKeys(ctx.dataDir);
       const out = await registerOnStore(
-        store,
+        ctx.store,
         charger('SN-1', {
           mac: 'AA:BB:CC:DD:EE:FF',
           connectors: [
@@ -70,12 +55,12 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       };
       expect(out.device).toMatchObject(expected);
       expect(keys.openSecret(out.device.secret_sealed ?? '')).toBe(out.secret);
-      expect(await store.getDevice(out.device.device_id)).toMatchObject({
+      expect(await ctx.store.getDevice(out.device.device_id)).toMatchObject({
         ...expected,
         device_id: out.device.device_id,
       });
-      expect(await store.getDevice('dev_missing')).toBeUndefined();
-      const connectors = await store.listConnectors(out.device.device_id);
+      expect(await ctx.store.getDevice('dev_missing')).toBeUndefined();
+      const connectors = await ctx.store.listConnectors(out.device.device_id);
       expect(connectors.map((c) => [c.connector_id, c.max_power_kw, c.v2g_capable, c.state])).toEqual([
         [1, 11.5, true, null],
         [2, 22, false, null],
@@ -84,34 +69,40 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
 
     it('refuses serials off the allowlist, and a serial that is registered', async () => {
       const policy = { registration: 'allowlist' as const };
-      expect(await registerOnStore(store, charger('SN-1'), policy)).toEqual({ kind: 'not_allowed' });
-      await store.allowSerial('SN-1');
-      await store.allowSerial('SN-1');
-      const first = await registerOnStore(store, charger('SN-1'), policy);
+      expect(await registerOnStore(ctx.store, charger('SN-1'), policy)).toEqual({ kind: 'not_allowed' });
+      await ctx.store.allowSerial('SN-1');
+      await ctx.store.allowSerial('SN-1');
+      const first = await registerOnStore(ctx.store, charger('SN-1'), policy);
       expect(first.kind).toBe('registered');
-      expect(await registerOnStore(store, charger('SN-1'), policy)).toEqual({ kind: 'already_registered' });
-      expect(await registerOnStore(store, charger('SN-1'), { registration: 'open' })).toEqual({
+      expect(await registerOnStore(ctx.store, charger('SN-1'), policy)).toEqual({
         kind: 'already_registered',
       });
-      expect(await registerOnStore(store, charger('SN-2'), policy)).toEqual({ kind: 'not_allowed' });
+      expect(await registerOnStore(ctx.store, charger('SN-1'), { registration: 'open' })).toEqual({
+        kind: 'already_registered',
+      });
+      expect(await registerOnStore(ctx.store, charger('SN-2'), policy)).toEqual({ kind: 'not_allowed' });
     });
 
     it('registers a reset charger again under its id, with a new generation and secret', async () => {
       const { site } = await operatorWithSite();
-      const other = await store.createSite({ operator_id: site.operator_id, name: 'other', timezone: 'UTC' });
+      const other = await ctx.store.createSite({
+        operator_id: site.operator_id,
+        name: 'other',
+        timezone: 'UTC',
+      });
       const first = await registered('SN-1', undefined, {
         connectors: [{ connector_id: 1, max_power_kw: 11, v2g_capable: false }],
       });
       const id = first.device.device_id;
-      expect(await store.resetDevice(id)).toBe(true);
-      expect(await store.getDevice(id)).toMatchObject({
+      expect(await ctx.store.resetDevice(id)).toBe(true);
+      expect(await ctx.store.getDevice(id)).toMatchObject({
         registered: false,
         secret_sealed: null,
         secret_gen: 2,
       });
-      expect(await store.resetDevice('dev_missing')).toBe(false);
+      expect(await ctx.store.resetDevice('dev_missing')).toBe(false);
       const again = await registerOnStore(
-        store,
+        ctx.store,
         charger('SN-1', {
           firmware_version: '2.0.0',
           connectors: [{ connector_id: 1, max_power_kw: 22, v2g_capable: true }],
@@ -129,30 +120,33 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       });
       expect(again.secret).not.toBe(first.secret);
       expect(again.device.secret_sealed).not.toBe(first.device.secret_sealed);
-      expect(await store.listConnectors(id)).toMatchObject([
+      expect(await ctx.store.listConnectors(id)).toMatchObject([
         { connector_id: 1, max_power_kw: 22, v2g_capable: true },
       ]);
       // A charger that has a site keeps it when it registers again.
-      await store.resetDevice(id);
-      const third = await registerOnStore(store, charger('SN-1'), {
+      await ctx.store.resetDevice(id);
+      const third = await registerOnStore(ctx.store, charger('SN-1'), {
         registration: 'open',
         defaultSiteId: other.site_id,
       });
       expect(third).toMatchObject({ kind: 'registered', device: { site_id: site.site_id, secret_gen: 5 } });
-      expect(await store.loadDeviceEntry(id)).toMatchObject({ secret_gen: 5, operator_id: site.operator_id });
+      expect(await ctx.store.loadDeviceEntry(id)).toMatchObject({
+        secret_gen: 5,
+        operator_id: site.operator_id,
+      });
     });
 
     it('registers one serial once when registrations race', async () => {
       const outcomes = await Promise.all(
-        [1, 2, 3, 4].map(() => registerOnStore(store, charger('SN-RACE'), { registration: 'open' })),
+        [1, 2, 3, 4].map(() => registerOnStore(ctx.store, charger('SN-RACE'), { registration: 'open' })),
       );
       expect(outcomes.filter((o) => o.kind === 'registered')).toHaveLength(1);
       expect(outcomes.filter((o) => o.kind === 'already_registered')).toHaveLength(3);
       // And once again after a reset: one new generation, not several.
       const device = outcomes.find((o) => o.kind === 'registered')?.device;
-      await store.resetDevice(device?.device_id ?? '');
+      await ctx.store.resetDevice(device?.device_id ?? '');
       const again = await Promise.all(
-        [1, 2, 3, 4].map(() => registerOnStore(store, charger('SN-RACE'), { registration: 'open' })),
+        [1, 2, 3, 4].map(() => registerOnStore(ctx.store, charger('SN-RACE'), { registration: 'open' })),
       );
       expect(again.map((o) => o.kind).sort()).toEqual([
         'already_registered',
@@ -160,15 +154,15 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         'already_registered',
         'registered',
       ]);
-      expect((await store.getDevice(device?.device_id ?? ''))?.secret_gen).toBe(3);
+      expect((await ctx.store.getDevice(device?.device_id ?? ''))?.secret_gen).toBe(3);
     });
   });
 
   describe('listing devices', () => {
-    /** Six chargers, three online and three offline at `clock`, the online window being WINDOW_MS. */
+    /** Six chargers, three online and three offline at `ctx.now()`, the online window being WINDOW_MS. */
     async function fleet() {
       const a = await operatorWithSite('A');
-      const a2 = await store.createSite({ operator_id: a.op.operator_id, name: 'a2', timezone: 'UTC' });
+      const a2 = await ctx.store.createSite({ operator_id: a.op.operator_id, name: 'a2', timezone: 'UTC' });
       const b = await operatorWithSite('B');
       const id = async (sn: string, siteId: string) => (await registered(sn, siteId)).device.device_id;
       const d = {
@@ -180,47 +174,57 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         beating: await id('SN-beating', a.site.site_id),
         otherOperator: await id('SN-other', b.site.site_id),
       };
-      clock = T0 + 3_600_000;
-      await store.touchDevices(
+      ctx.tick(T0 + 3_600_000 - ctx.now());
+      await ctx.store.touchDevices(
         new Map([
-          [d.seen, clock - 1_000],
-          [d.stale, clock - WINDOW_MS - 1],
-          [d.otherOperator, clock],
+          [d.seen, ctx.now() - 1_000],
+          [d.stale, ctx.now() - WINDOW_MS - 1],
+          [d.otherOperator, ctx.now()],
         ]),
       );
       // Said goodbye and made no request since: offline though seen within the window.
-      await store.recordHeartbeat(d.goodbye, { status: 'offline', fault_code: 0, atMs: clock - 2_000 });
+      await ctx.store.recordHeartbeat(d.goodbye, {
+        status: 'offline',
+        fault_code: 0,
+        atMs: ctx.now() - 2_000,
+      });
       // Said goodbye, then came back with a request: online.
-      await store.recordHeartbeat(d.back, { status: 'offline', fault_code: 0, atMs: clock - 5_000 });
-      await store.touchDevices(new Map([[d.back, clock - 4_000]]));
-      await store.recordHeartbeat(d.beating, { status: 'online', fault_code: 0, atMs: clock - 3_000 });
+      await ctx.store.recordHeartbeat(d.back, { status: 'offline', fault_code: 0, atMs: ctx.now() - 5_000 });
+      await ctx.store.touchDevices(new Map([[d.back, ctx.now() - 4_000]]));
+      await ctx.store.recordHeartbeat(d.beating, {
+        status: 'online',
+        fault_code: 0,
+        atMs: ctx.now() - 3_000,
+      });
       return { a, a2, b, d };
     }
 
     it('filters by the online rule, as the liveness rule decides', async () => {
       const { a, d } = await fleet();
-      const since = clock - WINDOW_MS;
+      const since = ctx.now() - WINDOW_MS;
       const ops = [a.op.operator_id];
       const ids = async (status?: 'online' | 'offline') =>
-        (await store.listDevices(ops, { status, page: 1, size: 100 }, since)).items.map((x) => x.device_id);
+        (await ctx.store.listDevices(ops, { status, page: 1, size: 100 }, since)).items.map(
+          (x) => x.device_id,
+        );
       expect(await ids('online')).toEqual([d.seen, d.back, d.beating].sort());
       expect(await ids('offline')).toEqual([d.never, d.stale, d.goodbye].sort());
-      const all = (await store.listDevices(ops, { page: 1, size: 100 }, since)).items;
+      const all = (await ctx.store.listDevices(ops, { page: 1, size: 100 }, since)).items;
       expect(all.map((x) => x.device_id)).toEqual(Object.values(d).slice(0, 6).sort());
       // The same answer as the rule itself.
       for (const row of all) {
-        const online = isOnline(seenStateOfRow(row), clock, WINDOW_MS);
+        const online = isOnline(seenStateOfRow(row), ctx.now(), WINDOW_MS);
         expect(online, row.sn).toBe([d.seen, d.back, d.beating].includes(row.device_id));
       }
     });
 
     it('filters by site, pages in id order and counts the total', async () => {
       const { a, a2, b, d } = await fleet();
-      const since = clock - WINDOW_MS;
+      const since = ctx.now() - WINDOW_MS;
       const ops = [a.op.operator_id, b.op.operator_id];
       const everything = Object.values(d).sort();
       const pages = [];
-      for (const page of [1, 2, 3]) pages.push(await store.listDevices(ops, { page, size: 3 }, since));
+      for (const page of [1, 2, 3]) pages.push(await ctx.store.listDevices(ops, { page, size: 3 }, since));
       expect(pages.map((p) => p.total)).toEqual([7, 7, 7]);
       expect(pages.map((p) => [p.page, p.size])).toEqual([
         [1, 3],
@@ -228,16 +232,16 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         [3, 3],
       ]);
       expect(pages.flatMap((p) => p.items.map((x) => x.device_id))).toEqual(everything);
-      expect(await store.listDevices(ops, { page: 9, size: 3 }, since)).toEqual({
+      expect(await ctx.store.listDevices(ops, { page: 9, size: 3 }, since)).toEqual({
         total: 7,
         page: 9,
         size: 3,
         items: [],
       });
-      const inA2 = await store.listDevices(ops, { site_id: a2.site_id, page: 1, size: 10 }, since);
+      const inA2 = await ctx.store.listDevices(ops, { site_id: a2.site_id, page: 1, size: 10 }, since);
       expect(inA2.total).toBe(2);
       expect(inA2.items.map((x) => x.device_id)).toEqual([d.stale, d.back].sort());
-      const onlineInA2 = await store.listDevices(
+      const onlineInA2 = await ctx.store.listDevices(
         ops,
         { site_id: a2.site_id, status: 'online', page: 1, size: 10 },
         since,
@@ -246,10 +250,15 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       expect(onlineInA2.total).toBe(1);
       // Another operator's site filtered by a caller without that operator: nothing.
       expect(
-        (await store.listDevices([a.op.operator_id], { site_id: b.site.site_id, page: 1, size: 10 }, since))
-          .total,
+        (
+          await ctx.store.listDevices(
+            [a.op.operator_id],
+            { site_id: b.site.site_id, page: 1, size: 10 },
+            since,
+          )
+        ).total,
       ).toBe(0);
-      expect(await store.listDevices([], { page: 1, size: 10 }, since)).toEqual({
+      expect(await ctx.store.listDevices([], { page: 1, size: 10 }, since)).toEqual({
         total: 0,
         page: 1,
         size: 10,

@@ -1,10 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { rotateDeviceSecret } from '../../platform/services/device-secret-service.js';
 import { createPostgresStore } from '../../platform/storage/backends.js';
 import { loadOrCreatePlatformKeys } from '../../platform/storage/platform-keys.js';
-import type { RegisterInput, Store } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { charger, operatorWithSiteOn, registeredOn, T0 } from '../helpers/chargers-on-store.js';
+import { charger, chargersOnStore } from '../helpers/chargers-on-store.js';
 import { createClientOf, registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
@@ -14,43 +13,32 @@ import { createClientOf, registerOnStore } from '../helpers/sealed-writes.js';
  */
 
 describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (backend) => {
-  let clock = T0;
-  let ts: TestStore;
-  let store: Store;
-  beforeEach(async () => {
-    clock = T0;
-    ts = await openTestStore(backend, { now: () => clock });
-    store = ts.store;
-  });
-  afterEach(async () => {
-    await ts.close();
-  });
-  const tick = (ms = 1) => {
-    clock += ms;
-  };
-  const operatorWithSite = (name = 'A') => operatorWithSiteOn(store, tick, name);
-  const registered = (sn: string, siteId?: string, extra: Partial<RegisterInput> = {}) =>
-    registeredOn(store, sn, siteId, extra);
+  const ctx = chargersOnStore(backend);
+  const { tick, operatorWithSite, registered } = ctx;
 
   describe('operators, sites, clients, settings', () => {
     it('creates, gets and lists operators in creation order', async () => {
-      const b = await store.createOperator('B');
+      const b = await ctx.store.createOperator('B');
       tick();
-      const a = await store.createOperator('A');
+      const a = await ctx.store.createOperator('A');
       expect(b).toEqual({ operator_id: expect.stringMatching(/^op_/), name: 'B' });
-      expect(await store.getOperator(a.operator_id)).toEqual(a);
-      expect(await store.getOperator('op_missing')).toBeUndefined();
-      expect(await store.listOperators()).toEqual([b, a]);
+      expect(await ctx.store.getOperator(a.operator_id)).toEqual(a);
+      expect(await ctx.store.getOperator('op_missing')).toBeUndefined();
+      expect(await ctx.store.listOperators()).toEqual([b, a]);
     });
 
     it('creates, gets and lists sites, all or of one operator, in creation order', async () => {
-      const a = await store.createOperator('A');
-      const b = await store.createOperator('B');
-      const s1 = await store.createSite({ operator_id: a.operator_id, name: 'one', timezone: 'Europe/Oslo' });
+      const a = await ctx.store.createOperator('A');
+      const b = await ctx.store.createOperator('B');
+      const s1 = await ctx.store.createSite({
+        operator_id: a.operator_id,
+        name: 'one',
+        timezone: 'Europe/Oslo',
+      });
       tick();
-      const s2 = await store.createSite({ operator_id: b.operator_id, name: 'two', timezone: 'UTC' });
+      const s2 = await ctx.store.createSite({ operator_id: b.operator_id, name: 'two', timezone: 'UTC' });
       tick();
-      const s3 = await store.createSite({
+      const s3 = await ctx.store.createSite({
         operator_id: a.operator_id,
         name: 'three',
         timezone: 'UTC',
@@ -63,20 +51,22 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         timezone: 'Europe/Oslo',
       });
       expect(s3.site_id).toBe('site_given');
-      expect(await store.getSite('site_given')).toEqual(s3);
-      expect(await store.getSite('site_missing')).toBeUndefined();
-      expect(await store.listSites()).toEqual([s1, s2, s3]);
-      expect(await store.listSites(a.operator_id)).toEqual([s1, s3]);
-      expect(await store.listSites(b.operator_id)).toEqual([s2]);
+      expect(await ctx.store.getSite('site_given')).toEqual(s3);
+      expect(await ctx.store.getSite('site_missing')).toBeUndefined();
+      expect(await ctx.store.listSites()).toEqual([s1, s2, s3]);
+      expect(await ctx.store.listSites(a.operator_id)).toEqual([s1, s3]);
+      expect(await ctx.store.listSites(b.operator_id)).toEqual([s2]);
     });
 
     it('pages the sites of several operators with their device counts', async () => {
-      const a = await store.createOperator('A');
-      const b = await store.createOperator('B');
-      const c = await store.createOperator('C');
+      const a = await ctx.store.createOperator('A');
+      const b = await ctx.store.createOperator('B');
+      const c = await ctx.store.createOperator('C');
       const sites = [];
       for (const [i, op] of [a, b, a, c, a].entries()) {
-        sites.push(await store.createSite({ operator_id: op.operator_id, name: `s${i}`, timezone: 'UTC' }));
+        sites.push(
+          await ctx.store.createSite({ operator_id: op.operator_id, name: `s${i}`, timezone: 'UTC' }),
+        );
         tick();
       }
       await registered('SN-1', sites[0]!.site_id);
@@ -84,7 +74,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       await registered('SN-3', sites[2]!.site_id);
       await registered('SN-4', sites[3]!.site_id);
       const ops = [a.operator_id, b.operator_id];
-      const p1 = await store.listSitesFor(ops, 1, 3);
+      const p1 = await ctx.store.listSitesFor(ops, 1, 3);
       expect(p1).toEqual({
         total: 4,
         page: 1,
@@ -95,24 +85,24 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
           { ...sites[2], device_count: 1 },
         ],
       });
-      expect(await store.listSitesFor(ops, 2, 3)).toEqual({
+      expect(await ctx.store.listSitesFor(ops, 2, 3)).toEqual({
         total: 4,
         page: 2,
         size: 3,
         items: [{ ...sites[4], device_count: 0 }],
       });
-      expect(await store.listSitesFor(ops, 5, 3)).toEqual({ total: 4, page: 5, size: 3, items: [] });
-      expect(await store.listSitesFor([], 1, 3)).toEqual({ total: 0, page: 1, size: 3, items: [] });
-      expect((await store.listSitesFor([c.operator_id], 1, 10)).items).toEqual([
+      expect(await ctx.store.listSitesFor(ops, 5, 3)).toEqual({ total: 4, page: 5, size: 3, items: [] });
+      expect(await ctx.store.listSitesFor([], 1, 3)).toEqual({ total: 0, page: 1, size: 3, items: [] });
+      expect((await ctx.store.listSitesFor([c.operator_id], 1, 10)).items).toEqual([
         { ...sites[3], device_count: 1 },
       ]);
     });
 
     it('creates clients with a sealed secret, distinct operators and their scopes', async () => {
-      const a = await store.createOperator('A');
-      const b = await store.createOperator('B');
-      const keys = loadOrCreatePlatformKeys(ts.dataDir);
-      const { client, secret } = await createClientOf(ts, {
+      const a = await ctx.store.createOperator('A');
+      const b = await ctx.store.createOperator('B');
+      const keys = loadOrCreatePlatformKeys(ctx.dataDir);
+      const { client, secret } = await createClientOf(ctx, {
         operator_ids: [b.operator_id, a.operator_id, b.operator_id],
         scopes: ['read', 'write'],
       });
@@ -120,7 +110,7 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       expect(client.secret_sealed).not.toContain(secret);
       expect(keys.openSecret(client.secret_sealed)).toBe(secret);
       expect(client.operator_ids.sort()).toEqual([a.operator_id, b.operator_id].sort());
-      expect(await store.getClient(client.client_id)).toEqual({
+      expect(await ctx.store.getClient(client.client_id)).toEqual({
         client_id: client.client_id,
         secret_sealed: client.secret_sealed,
         scopes: ['read', 'write'],
@@ -130,30 +120,30 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         previous_secret_sealed: null,
         previous_secret_until_ms: null,
       });
-      expect(await store.getClient('cli_missing')).toBeUndefined();
+      expect(await ctx.store.getClient('cli_missing')).toBeUndefined();
     });
 
     it('keeps settings, the last value winning', async () => {
-      expect(await store.getSetting('k')).toBeUndefined();
-      await store.setSetting('k', 'one');
-      await store.setSetting('other', 'x');
-      await store.setSetting('k', 'two');
-      expect(await store.getSetting('k')).toBe('two');
-      expect(await store.getSetting('other')).toBe('x');
+      expect(await ctx.store.getSetting('k')).toBeUndefined();
+      await ctx.store.setSetting('k', 'one');
+      await ctx.store.setSetting('other', 'x');
+      await ctx.store.setSetting('k', 'two');
+      expect(await ctx.store.getSetting('k')).toBe('two');
+      expect(await ctx.store.getSetting('other')).toBe('x');
     });
   });
 
   describe('principal directory', () => {
     it('loads every device and client, and one of each, with tenancy and signing', async () => {
       const { op, site } = await operatorWithSite();
-      const other = await store.createOperator('B');
+      const other = await ctx.store.createOperator('B');
       const inSite = await registered('SN-1', site.site_id);
       const homeless = await registered('SN-2');
-      const { client } = await createClientOf(ts, {
+      const { client } = await createClientOf(ctx, {
         operator_ids: [other.operator_id, op.operator_id],
         scopes: ['read'],
       });
-      const { client: lonely } = await createClientOf(ts, { operator_ids: [], scopes: ['read'] });
+      const { client: lonely } = await createClientOf(ctx, { operator_ids: [], scopes: ['read'] });
       const deviceEntry = {
         device_id: inSite.device.device_id,
         secret_gen: 1,
@@ -190,35 +180,35 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         previous_secret_until_ms: null,
         operator_ids: [],
       };
-      const all = await store.loadDirectory();
+      const all = await ctx.store.loadDirectory();
       const byId = <T extends { device_id?: string; client_id?: string }>(x: T, y: T) =>
         (x.device_id ?? x.client_id ?? '') < (y.device_id ?? y.client_id ?? '') ? -1 : 1;
       expect(all.devices.sort(byId)).toEqual([deviceEntry, homelessEntry].sort(byId));
       expect(all.clients.map((c) => ({ ...c, operator_ids: [...c.operator_ids].sort() })).sort(byId)).toEqual(
         [clientEntry, lonelyEntry].sort(byId),
       );
-      expect(await store.loadDeviceEntry(inSite.device.device_id)).toEqual(deviceEntry);
-      expect(await store.loadDeviceEntry('dev_missing')).toBeUndefined();
-      expect(await store.loadClientEntry(client.client_id)).toEqual(clientEntry);
-      expect(await store.loadClientEntry('cli_missing')).toBeUndefined();
+      expect(await ctx.store.loadDeviceEntry(inSite.device.device_id)).toEqual(deviceEntry);
+      expect(await ctx.store.loadDeviceEntry('dev_missing')).toBeUndefined();
+      expect(await ctx.store.loadClientEntry(client.client_id)).toEqual(clientEntry);
+      expect(await ctx.store.loadClientEntry('cli_missing')).toBeUndefined();
     });
 
     it('sets and clears required signatures of clients and devices', async () => {
       const { op, site } = await operatorWithSite();
       const dev = await registered('SN-1', site.site_id);
-      const { client } = await createClientOf(ts, { operator_ids: [op.operator_id], scopes: ['read'] });
-      expect(await store.setRequireSignature('client', client.client_id, true)).toBe(true);
-      expect(await store.setRequireSignature('device', dev.device.device_id, true)).toBe(true);
-      expect((await store.loadClientEntry(client.client_id))?.require_signature).toBe(true);
-      expect((await store.loadDeviceEntry(dev.device.device_id))?.require_signature).toBe(true);
-      const all = await store.loadDirectory();
+      const { client } = await createClientOf(ctx, { operator_ids: [op.operator_id], scopes: ['read'] });
+      expect(await ctx.store.setRequireSignature('client', client.client_id, true)).toBe(true);
+      expect(await ctx.store.setRequireSignature('device', dev.device.device_id, true)).toBe(true);
+      expect((await ctx.store.loadClientEntry(client.client_id))?.require_signature).toBe(true);
+      expect((await ctx.store.loadDeviceEntry(dev.device.device_id))?.require_signature).toBe(true);
+      const all = await ctx.store.loadDirectory();
       expect(all.clients.find((c) => c.client_id === client.client_id)?.require_signature).toBe(true);
       expect(all.devices.find((d) => d.device_id === dev.device.device_id)?.require_signature).toBe(true);
-      expect(await store.setRequireSignature('device', dev.device.device_id, false)).toBe(true);
-      expect((await store.loadDeviceEntry(dev.device.device_id))?.require_signature).toBe(false);
-      expect((await store.loadClientEntry(client.client_id))?.require_signature).toBe(true);
-      expect(await store.setRequireSignature('client', 'cli_missing', true)).toBe(false);
-      expect(await store.setRequireSignature('device', 'dev_missing', true)).toBe(false);
+      expect(await ctx.store.setRequireSignature('device', dev.device.device_id, false)).toBe(true);
+      expect((await ctx.store.loadDeviceEntry(dev.device.device_id))?.require_signature).toBe(false);
+      expect((await ctx.store.loadClientEntry(client.client_id))?.require_signature).toBe(true);
+      expect(await ctx.store.setRequireSignature('client', 'cli_missing', true)).toBe(false);
+      expect(await ctx.store.setRequireSignature('device', 'dev_missing', true)).toBe(false);
     });
   });
 });

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { NewEnrolment, Store } from '../../platform/storage/store.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
 import { registerOnStore } from '../helpers/sealed-writes.js';
+import { storePerTest } from '../helpers/store-per-test.js';
 
 /**
  * The contract of EnrolmentRepository on every backend (DESIGN.md §18): groups are kept as given, listed oldest
@@ -10,20 +11,10 @@ import { registerOnStore } from '../helpers/sealed-writes.js';
 const T0 = Date.UTC(2030, 0, 15, 12);
 
 describe.each(BACKENDS)('enrolment repository on %s', (backend) => {
-  let clock = T0;
-  let ts: TestStore;
-  let store: Store;
-  beforeEach(async () => {
-    clock = T0;
-    ts = await openTestStore(backend, { now: () => clock });
-    store = ts.store;
-  });
-  afterEach(async () => {
-    await ts.close();
-  });
+  const ctx = storePerTest(backend, T0);
 
   async function group(fingerprint: string, extra: Partial<NewEnrolment> = {}) {
-    const op = await store.createOperator(`op-${fingerprint}`);
+    const op = await ctx.store.createOperator(`op-${fingerprint}`);
     const input: NewEnrolment = {
       operator_id: op.operator_id,
       site_id: null,
@@ -32,13 +23,13 @@ describe.each(BACKENDS)('enrolment repository on %s', (backend) => {
       ca_fingerprint: fingerprint,
       ...extra,
     };
-    clock += 1;
-    return { input, created: await store.createEnrolment(input) };
+    ctx.tick(1);
+    return { input, created: await ctx.store.createEnrolment(input) };
   }
 
   it('keeps a group as given and lists groups oldest first', async () => {
-    const op = await store.createOperator('Depot operator');
-    const site = await store.createSite({ operator_id: op.operator_id, name: 'Depot', timezone: 'UTC' });
+    const op = await ctx.store.createOperator('Depot operator');
+    const site = await ctx.store.createSite({ operator_id: op.operator_id, name: 'Depot', timezone: 'UTC' });
     const a = await group('AA:01', { operator_id: op.operator_id, site_id: site.site_id });
     const b = await group('BB:02');
     expect(a.created).toEqual({
@@ -48,10 +39,10 @@ describe.each(BACKENDS)('enrolment repository on %s', (backend) => {
       created_ms: T0 + 1,
     });
     if (a.created === 'duplicate_ca' || b.created === 'duplicate_ca') throw new Error('not created');
-    expect(await store.getEnrolment(a.created.enrolment_id)).toEqual(a.created);
-    expect(await store.listEnrolments()).toEqual([a.created, b.created]);
-    expect(await store.activeEnrolments()).toEqual([a.created, b.created]);
-    expect(await store.getEnrolment('enr_missing')).toBeUndefined();
+    expect(await ctx.store.getEnrolment(a.created.enrolment_id)).toEqual(a.created);
+    expect(await ctx.store.listEnrolments()).toEqual([a.created, b.created]);
+    expect(await ctx.store.activeEnrolments()).toEqual([a.created, b.created]);
+    expect(await ctx.store.getEnrolment('enr_missing')).toBeUndefined();
   });
 
   it('refuses a second active group with the same CA, and takes it again once the first is revoked', async () => {
@@ -60,19 +51,19 @@ describe.each(BACKENDS)('enrolment repository on %s', (backend) => {
     if (first.created === 'duplicate_ca') throw new Error('not created');
     const id = first.created.enrolment_id;
 
-    expect(await store.revokeEnrolment(id)).toBe(true);
-    expect(await store.getEnrolment(id)).toMatchObject({ status: 'revoked' });
-    expect(await store.activeEnrolments()).toEqual([]);
-    expect((await store.listEnrolments()).map((g) => g.status)).toEqual(['revoked']);
+    expect(await ctx.store.revokeEnrolment(id)).toBe(true);
+    expect(await ctx.store.getEnrolment(id)).toMatchObject({ status: 'revoked' });
+    expect(await ctx.store.activeEnrolments()).toEqual([]);
+    expect((await ctx.store.listEnrolments()).map((g) => g.status)).toEqual(['revoked']);
 
     const again = await group('CC:03');
     expect(again.created).toMatchObject({ status: 'active', ca_fingerprint: 'CC:03' });
-    expect((await store.activeEnrolments()).map((g) => g.ca_fingerprint)).toEqual(['CC:03']);
-    expect(await store.listEnrolments()).toHaveLength(2);
+    expect((await ctx.store.activeEnrolments()).map((g) => g.ca_fingerprint)).toEqual(['CC:03']);
+    expect(await ctx.store.listEnrolments()).toHaveLength(2);
   });
 
   it('answers false when revoking a group that does not exist', async () => {
-    expect(await store.revokeEnrolment('enr_missing')).toBe(false);
+    expect(await ctx.store.revokeEnrolment('enr_missing')).toBe(false);
   });
 });
 

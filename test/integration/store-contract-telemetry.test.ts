@@ -1,9 +1,8 @@
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RegisterInput, Store } from '../../platform/storage/store.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { TelemetryRecord } from '../../shared/index.js';
 import { BACKENDS, openTestStore, type TestStore } from '../helpers/backends.js';
-import { charger, operatorWithSiteOn, record, registeredOn, T0 } from '../helpers/chargers-on-store.js';
+import { charger, chargersOnStore, record, T0 } from '../helpers/chargers-on-store.js';
 import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /**
@@ -12,43 +11,28 @@ import { registerOnStore } from '../helpers/sealed-writes.js';
  */
 
 describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (backend) => {
-  let clock = T0;
-  let ts: TestStore;
-  let store: Store;
-  beforeEach(async () => {
-    clock = T0;
-    ts = await openTestStore(backend, { now: () => clock });
-    store = ts.store;
-  });
-  afterEach(async () => {
-    await ts.close();
-  });
-  const tick = (ms = 1) => {
-    clock += ms;
-  };
-  const operatorWithSite = (name = 'A') => operatorWithSiteOn(store, tick, name);
-  const registered = (sn: string, siteId?: string, extra: Partial<RegisterInput> = {}) =>
-    registeredOn(store, sn, siteId, extra);
+  const ctx = chargersOnStore(backend);
+  const { operatorWithSite, registered } = ctx;
 
   describe('telemetry, heartbeats, last seen', () => {
     it('counts new records and ignores exact repeats', async () => {
       const { site } = await operatorWithSite();
       const id = (await registered('SN-1', site.site_id)).device.device_id;
       const batch = [record(1, T0 - 3_000), record(2, T0 - 3_000), record(1, T0 - 2_000)];
-      expect(await store.recordTelemetry(id, batch, T0)).toBe(3);
-      expect(await store.recordTelemetry(id, batch, T0 + 1)).toBe(0);
+      expect(await ctx.store.recordTelemetry(id, batch, T0)).toBe(3);
+      expect(await ctx.store.recordTelemetry(id, batch, T0 + 1)).toBe(0);
       // One new among repeats; a record repeated within a batch is new once.
       const later = record(1, T0 - 1_000);
-      expect(await store.recordTelemetry(id, [batch[0]!, later, later, batch[2]!], T0 + 2)).toBe(1);
+      expect(await ctx.store.recordTelemetry(id, [batch[0]!, later, later, batch[2]!], T0 + 2)).toBe(1);
       // Records of another day (another partition) and far in the past (the default partition).
       expect(
-        await store.recordTelemetry(
+        await ctx.store.recordTelemetry(
           id,
           [record(1, T0 - 86_400_000), record(1, Date.UTC(2001, 0, 1))],
           T0 + 3,
         ),
       ).toBe(2);
-      expect(await store.recordTelemetry(id, [], T0 + 4)).toBe(0);
+      expect(await ctx.store.recordTelemetry(id, [], T0 + 4)).toBe(0);
     });
 
     it('stores concurrent uploads of several chargers exactly: each counts what it stored first', async () => {
@@ -60,14 +44,14 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const onlyB = [record(1, T0 - 4_500), record(2, T0 - 4_500)];
       // Sent together (on PostgreSQL they go as one statement): A's repeat of its own upload stores nothing.
       const counts = await Promise.all([
-        store.recordTelemetry(a, [...shared, ...onlyA], T0),
-        store.recordTelemetry(b, [...shared, ...onlyB], T0),
-        store.recordTelemetry(a, shared, T0),
-        store.recordTelemetry(b, [], T0),
+        ctx.store.recordTelemetry(a, [...shared, ...onlyA], T0),
+        ctx.store.recordTelemetry(b, [...shared, ...onlyB], T0),
+        ctx.store.recordTelemetry(a, shared, T0),
+        ctx.store.recordTelemetry(b, [], T0),
       ]);
       expect(counts).toEqual([3, 4, 0, 0]);
       // Each charger's live state is its own newest record.
-      const live = await store.listConnectorsOf([a, b]);
+      const live = await ctx.store.listConnectorsOf([a, b]);
       const at = (d: string, c: number) => live.find((x) => x.device_id === d && x.connector_id === c);
       expect(at(a, 1)?.last_telemetry_ms).toBe(T0 - 4_000);
       expect(at(a, 2)?.last_telemetry_ms).toBe(T0 - 5_000);
@@ -108,19 +92,19 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       };
       // Within one batch, the newest wins whatever the order.
       expect(
-        await store.recordTelemetry(id, [newest, record(1, T0 - 5_000, { state: 'idle', power: 0 })], T0),
+        await ctx.store.recordTelemetry(id, [newest, record(1, T0 - 5_000, { state: 'idle', power: 0 })], T0),
       ).toBe(2);
-      expect(await store.getConnector(id, 1)).toEqual(expected1);
+      expect(await ctx.store.getConnector(id, 1)).toEqual(expected1);
       // Late: stored, but not the live state.
       expect(
-        await store.recordTelemetry(id, [record(1, T0 - 1_000, { state: 'idle', power: 0 })], T0 + 1),
+        await ctx.store.recordTelemetry(id, [record(1, T0 - 1_000, { state: 'idle', power: 0 })], T0 + 1),
       ).toBe(1);
-      expect(await store.getConnector(id, 1)).toEqual(expected1);
+      expect(await ctx.store.getConnector(id, 1)).toEqual(expected1);
       // Newer: the live state moves; a value the record leaves out is null.
       expect(
-        await store.recordTelemetry(id, [record(1, T0 + 1_000, { state: 'idle', power: 0 })], T0 + 2),
+        await ctx.store.recordTelemetry(id, [record(1, T0 + 1_000, { state: 'idle', power: 0 })], T0 + 2),
       ).toBe(1);
-      expect(await store.getConnector(id, 1)).toEqual({
+      expect(await ctx.store.getConnector(id, 1)).toEqual({
         ...expected1,
         state: 'idle',
         power: 0,
@@ -141,9 +125,9 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
           connectors: [{ connector_id: 2, max_power_kw: 50, v2g_capable: false }],
         })
       ).device.device_id;
-      await store.recordTelemetry(a, [record(3, T0, { state: 'idle', power: 0 }), record(1, T0)], T0);
-      await store.recordTelemetry(b, [record(1, T0 - 10)], T0);
-      expect(await store.getConnector(a, 3)).toEqual({
+      await ctx.store.recordTelemetry(a, [record(3, T0, { state: 'idle', power: 0 }), record(1, T0)], T0);
+      await ctx.store.recordTelemetry(b, [record(1, T0 - 10)], T0);
+      expect(await ctx.store.getConnector(a, 3)).toEqual({
         device_id: a,
         connector_id: 3,
         max_power_kw: null,
@@ -157,9 +141,9 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         temperature: null,
         last_telemetry_ms: T0,
       });
-      expect(await store.getConnector(a, 2)).toBeUndefined();
-      expect((await store.listConnectors(a)).map((c) => c.connector_id)).toEqual([1, 3]);
-      const both = await store.listConnectorsOf([b, a]);
+      expect(await ctx.store.getConnector(a, 2)).toBeUndefined();
+      expect((await ctx.store.listConnectors(a)).map((c) => c.connector_id)).toEqual([1, 3]);
+      const both = await ctx.store.listConnectorsOf([b, a]);
       const key = (x: string, n: number) => `${x}/${n}`;
       const expectedKeys = [key(a, 1), key(a, 3), key(b, 1), key(b, 2)].sort((x, y) => {
         const [dx, cx] = x.split('/');
@@ -172,23 +156,23 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
         state: null,
         last_telemetry_ms: null,
       });
-      expect(await store.listConnectorsOf([])).toEqual([]);
+      expect(await ctx.store.listConnectorsOf([])).toEqual([]);
     });
 
     it('records heartbeats; last seen only moves forward', async () => {
       const { site } = await operatorWithSite();
       const id = (await registered('SN-1', site.site_id)).device.device_id;
-      await store.recordHeartbeat(id, { status: 'fault', fault_code: 42, atMs: T0 });
-      expect(await store.getDevice(id)).toMatchObject({
+      await ctx.store.recordHeartbeat(id, { status: 'fault', fault_code: 42, atMs: T0 });
+      expect(await ctx.store.getDevice(id)).toMatchObject({
         last_heartbeat_ms: T0,
         last_seen_ms: T0,
         reported_status: 'fault',
         fault_code: 42,
       });
-      await store.touchDevices(new Map([[id, T0 + 5_000]]));
+      await ctx.store.touchDevices(new Map([[id, T0 + 5_000]]));
       // An older heartbeat (handled late) is the last heartbeat, but does not move last seen back.
-      await store.recordHeartbeat(id, { status: 'online', fault_code: 0, atMs: T0 + 1_000 });
-      expect(await store.getDevice(id)).toMatchObject({
+      await ctx.store.recordHeartbeat(id, { status: 'online', fault_code: 0, atMs: T0 + 1_000 });
+      expect(await ctx.store.getDevice(id)).toMatchObject({
         last_heartbeat_ms: T0 + 1_000,
         last_seen_ms: T0 + 5_000,
         reported_status: 'online',
@@ -201,21 +185,21 @@ describe.each(BACKENDS)('store contract: directory, devices, telemetry (%s)', (b
       const a = (await registered('SN-1', site.site_id)).device.device_id;
       const b = (await registered('SN-2', site.site_id)).device.device_id;
       const c = (await registered('SN-3', site.site_id)).device.device_id;
-      await store.touchDevices(
+      await ctx.store.touchDevices(
         new Map([
           [a, T0 + 10],
           [b, T0 + 20],
           ['dev_missing', T0],
         ]),
       );
-      await store.touchDevices(
+      await ctx.store.touchDevices(
         new Map([
           [a, T0 + 5],
           [b, T0 + 30],
         ]),
       );
-      await store.touchDevices(new Map());
-      const seen = async (x: string) => (await store.getDevice(x))?.last_seen_ms;
+      await ctx.store.touchDevices(new Map());
+      const seen = async (x: string) => (await ctx.store.getDevice(x))?.last_seen_ms;
       expect([await seen(a), await seen(b), await seen(c)]).toEqual([T0 + 10, T0 + 30, null]);
     });
   });
