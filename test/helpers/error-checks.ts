@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import {
   createTenant,
   expectError,
@@ -48,6 +48,63 @@ export async function freshCaller(
   const token = await operatorToken(tp.http, client.client_id, secret);
   const tenant = { ...operator, clientId: client.client_id, clientSecret: secret, token };
   return { tenant, device: await registerDevice(tp, sn, operator.siteId) };
+}
+
+/** What each test of an errors file gets: one platform per file, a fresh caller and charger per test. */
+export interface ErrorsContext {
+  readonly tp: TestPlatform;
+  readonly operator: { operatorId: string; siteId: string };
+  /** A fresh API client and a fresh charger for every test, so that no test spends another's rate budget. */
+  readonly tenant: Caller;
+  readonly device: RegisteredDevice;
+  readonly deviceSn: string;
+  /** A new serial, unique in the run. */
+  sn(): string;
+}
+
+/** Starts the errors files' platform for the file, and a fresh caller for each of its tests. */
+export function errorsPlatformPerFile(): ErrorsContext {
+  let platform: Awaited<ReturnType<typeof startErrorsPlatform>> | undefined;
+  let caller: { tenant: Caller; device: RegisteredDevice; deviceSn: string } | undefined;
+  let serial = 0;
+  const sn = () => `SN-E-${process.pid}-${++serial}`;
+  beforeAll(async () => {
+    platform = await startErrorsPlatform();
+  });
+  afterAll(async () => {
+    await platform?.tp.stop();
+  });
+  beforeEach(async () => {
+    const { tp, operator } = started();
+    const deviceSn = sn();
+    caller = { ...(await freshCaller(tp, operator, deviceSn)), deviceSn };
+  });
+  const started = () => {
+    if (!platform) throw new Error('the errors platform exists only inside a test');
+    return platform;
+  };
+  const current = () => {
+    if (!caller) throw new Error('the caller exists only inside a test');
+    return caller;
+  };
+  return {
+    get tp() {
+      return started().tp;
+    },
+    get operator() {
+      return started().operator;
+    },
+    get tenant() {
+      return current().tenant;
+    },
+    get device() {
+      return current().device;
+    },
+    get deviceSn() {
+      return current().deviceSn;
+    },
+    sn,
+  };
 }
 
 /** Only `code`, `message` and optionally `details` (an object): no `error`, `statusCode`, `stack`. */

@@ -1,40 +1,18 @@
 import tls from 'node:tls';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type Caller,
+  errorsPlatformPerFile,
   expectApiError,
   expectEnvelope,
   expectNoLeak,
-  freshCaller,
-  startErrorsPlatform,
 } from '../helpers/error-checks.js';
-import type { RegisteredDevice, TestPlatform } from '../helpers/platform.js';
 
 /**
  * The error envelope everywhere (spec "Errors", DESIGN.md §4) for requests the platform cannot route or read:
  * unknown routes, repeated and unknown query parameters, hostile path ids and HTTP its parser refuses.
  */
 
-let tp: TestPlatform;
-let operator: { operatorId: string; siteId: string };
-/** A fresh API client and a fresh charger for every test, so that no test spends another's rate budget. */
-let tenant: Caller;
-let device: RegisteredDevice;
-let deviceSn: string;
-
-beforeAll(async () => {
-  ({ tp, operator } = await startErrorsPlatform());
-});
-afterAll(async () => {
-  await tp?.stop();
-});
-beforeEach(async () => {
-  deviceSn = sn();
-  ({ tenant, device } = await freshCaller(tp, operator, deviceSn));
-});
-
-let serial = 0;
-const sn = () => `SN-E-${process.pid}-${++serial}`;
+const ctx = errorsPlatformPerFile();
 
 describe('routes', () => {
   it.each([
@@ -47,12 +25,12 @@ describe('routes', () => {
     ['GET', '/v2/operator/devices'],
     ['GET', '/v1/operator/devices/dev_1/extra/segment'],
   ])('answers %s %s with 404/3001', async (method, path) => {
-    const res = await tp.http.call(method, path, { token: tenant.token });
+    const res = await ctx.tp.http.call(method, path, { token: ctx.tenant.token });
     expectApiError(res, 404, 3001);
   });
 
   it('does not echo the query string of an unknown route', async () => {
-    const res = await tp.http.get('/v1/nope?client_secret=hunter2&x=%3Cscript%3E');
+    const res = await ctx.tp.http.get('/v1/nope?client_secret=hunter2&x=%3Cscript%3E');
     expectApiError(res, 404, 3001);
     expect(res.text).not.toContain('hunter2');
     expect(res.text).not.toContain('script');
@@ -70,7 +48,7 @@ describe('repeated and unknown query parameters: 400/1001', () => {
     ['page=1e3', 'page', '1e3'],
     ['size=101', 'size', '101'],
   ])('?%s', async (query, field, value) => {
-    const res = await tp.http.get(`/v1/operator/charging-records?${query}`, { token: tenant.token });
+    const res = await ctx.tp.http.get(`/v1/operator/charging-records?${query}`, { token: ctx.tenant.token });
     const body = expectApiError(res, 400, 1001);
     expect(body.details).toEqual({ field, value });
   });
@@ -100,7 +78,7 @@ describe('path ids with traversal or control characters', () => {
   ];
 
   it.each(hostile)('GET /v1/operator/devices/%s answers a well-formed 4xx ErrorResponse', async (id) => {
-    const res = await tp.http.get(`/v1/operator/devices/${id}`, { token: tenant.token });
+    const res = await ctx.tp.http.get(`/v1/operator/devices/${id}`, { token: ctx.tenant.token });
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
     expectEnvelope(res);
@@ -112,8 +90,8 @@ describe('path ids with traversal or control characters', () => {
   it.each(hostile)(
     'POST .../devices/%s/connectors/1/stop answers a well-formed 4xx ErrorResponse',
     async (id) => {
-      const res = await tp.http.post(`/v1/operator/devices/${id}/connectors/1/stop`, {
-        token: tenant.token,
+      const res = await ctx.tp.http.post(`/v1/operator/devices/${id}/connectors/1/stop`, {
+        token: ctx.tenant.token,
         json: {},
       });
       expect(res.status).toBeGreaterThanOrEqual(400);
@@ -131,7 +109,7 @@ describe('path ids with traversal or control characters', () => {
     ['%0d%0a', 'device_id', '\r\n'],
     ['x'.repeat(65), 'device_id', 'x'.repeat(65)],
   ])('%s is refused as a device_id: 400/1001', async (id, field, value) => {
-    const res = await tp.http.get(`/v1/operator/devices/${id}`, { token: tenant.token });
+    const res = await ctx.tp.http.get(`/v1/operator/devices/${id}`, { token: ctx.tenant.token });
     const body = expectApiError(res, 400, 1001);
     expect(body.details).toEqual({ field, value });
   });
@@ -139,14 +117,14 @@ describe('path ids with traversal or control characters', () => {
   it.each(['%zz', '%c0%af', '%ff', '%E0%A4%A'])(
     '%s, not decodable, is refused: 400/1001 on path',
     async (id) => {
-      const res = await tp.http.get(`/v1/operator/devices/${id}`, { token: tenant.token });
+      const res = await ctx.tp.http.get(`/v1/operator/devices/${id}`, { token: ctx.tenant.token });
       const body = expectApiError(res, 400, 1001);
       expect(body.details).toEqual({ field: 'path', value: `/v1/operator/devices/${id}` });
     },
   );
 
   it('an over-long path parameter is refused: 400/1001', async () => {
-    const res = await tp.http.get(`/v1/operator/devices/${'y'.repeat(250)}`, { token: tenant.token });
+    const res = await ctx.tp.http.get(`/v1/operator/devices/${'y'.repeat(250)}`, { token: ctx.tenant.token });
     const body = expectApiError(res, 400, 1001);
     expect(body.details.field).toBe('path');
   });
@@ -161,8 +139,8 @@ describe('path ids with traversal or control characters', () => {
     ['1%20', '1 '],
     ['99999999999999999999', '99999999999999999999'],
   ])('connector_id %s is refused: 400/1001', async (cid, value) => {
-    const res = await tp.http.post(`/v1/operator/devices/${device.deviceId}/connectors/${cid}/stop`, {
-      token: tenant.token,
+    const res = await ctx.tp.http.post(`/v1/operator/devices/${ctx.device.deviceId}/connectors/${cid}/stop`, {
+      token: ctx.tenant.token,
       json: {},
     });
     const body = expectApiError(res, 400, 1001);
@@ -170,7 +148,9 @@ describe('path ids with traversal or control characters', () => {
   });
 
   it('a well-formed id that does not exist is 404/3001', async () => {
-    const res = await tp.http.get('/v1/operator/devices/dev_00000000000000000000', { token: tenant.token });
+    const res = await ctx.tp.http.get('/v1/operator/devices/dev_00000000000000000000', {
+      token: ctx.tenant.token,
+    });
     expectApiError(res, 404, 3001);
   });
 });
@@ -180,7 +160,7 @@ describe('malformed HTTP', () => {
   function rawExchange(request: string): Promise<string> {
     return new Promise((resolve, reject) => {
       const socket = tls.connect(
-        { host: '127.0.0.1', port: tp.port, ca: tp.ca, servername: 'localhost' },
+        { host: '127.0.0.1', port: ctx.tp.port, ca: ctx.tp.ca, servername: 'localhost' },
         () => {
           socket.write(request);
         },

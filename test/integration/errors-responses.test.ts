@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  type Caller,
+  errorsPlatformPerFile,
   expectApiError,
   expectEnvelope,
   expectNoLeak,
-  freshCaller,
-  startErrorsPlatform,
 } from '../helpers/error-checks.js';
 import {
   createTenant,
@@ -22,39 +20,20 @@ import { openStoredData } from '../helpers/stored-data.js';
  * response, internal errors answered 500/9001 without internals, and no error body leaking any.
  */
 
-let tp: TestPlatform;
-let operator: { operatorId: string; siteId: string };
-/** A fresh API client and a fresh charger for every test, so that no test spends another's rate budget. */
-let tenant: Caller;
-let device: RegisteredDevice;
-let deviceSn: string;
-
-beforeAll(async () => {
-  ({ tp, operator } = await startErrorsPlatform());
-});
-afterAll(async () => {
-  await tp?.stop();
-});
-beforeEach(async () => {
-  deviceSn = sn();
-  ({ tenant, device } = await freshCaller(tp, operator, deviceSn));
-});
-
-let serial = 0;
-const sn = () => `SN-E-${process.pid}-${++serial}`;
+const ctx = errorsPlatformPerFile();
 const heartbeatBody = () => ({ timestamp: new Date().toISOString(), status: 'online', fault_code: 0 });
 
 describe('X-API-Version on every response', () => {
   it('is 1.3.0 on successes and on errors of every kind', async () => {
-    const reg = await tp.http.post('/v1/device/register', {
-      json: { sn: sn(), model: 'M', manufacturer: 'Acme', firmware_version: '1' },
+    const reg = await ctx.tp.http.post('/v1/device/register', {
+      json: { sn: ctx.sn(), model: 'M', manufacturer: 'Acme', firmware_version: '1' },
     });
     const responses: Array<[string, HttpResult]> = [
-      ['healthz', await tp.http.get('/healthz')],
+      ['healthz', await ctx.tp.http.get('/healthz')],
       ['register', reg],
       [
         'device token',
-        await tp.http.post('/v1/device/token', {
+        await ctx.tp.http.post('/v1/device/token', {
           json: {
             device_id: reg.body.data.device_id,
             device_secret: reg.body.data.device_secret,
@@ -64,53 +43,56 @@ describe('X-API-Version on every response', () => {
       ],
       [
         'heartbeat',
-        await tp.http.post('/v1/device/heartbeat', { token: device.token, json: heartbeatBody() }),
+        await ctx.tp.http.post('/v1/device/heartbeat', { token: ctx.device.token, json: heartbeatBody() }),
       ],
       [
         'operator token',
-        await tp.http.post('/v1/operator/oauth/token', {
+        await ctx.tp.http.post('/v1/operator/oauth/token', {
           json: {
-            client_id: tenant.clientId,
-            client_secret: tenant.clientSecret,
+            client_id: ctx.tenant.clientId,
+            client_secret: ctx.tenant.clientSecret,
             grant_type: 'client_credentials',
           },
         }),
       ],
-      ['device', await tp.http.get(`/v1/operator/devices/${device.deviceId}`, { token: tenant.token })],
-      ['records', await tp.http.get('/v1/operator/charging-records', { token: tenant.token })],
-      ['400/1001', await tp.http.post('/v1/device/heartbeat', { token: device.token, json: {} })],
+      [
+        'device',
+        await ctx.tp.http.get(`/v1/operator/devices/${ctx.device.deviceId}`, { token: ctx.tenant.token }),
+      ],
+      ['records', await ctx.tp.http.get('/v1/operator/charging-records', { token: ctx.tenant.token })],
+      ['400/1001', await ctx.tp.http.post('/v1/device/heartbeat', { token: ctx.device.token, json: {} })],
       [
         '400/1002',
-        await tp.http.post('/v1/device/heartbeat', {
-          token: device.token,
+        await ctx.tp.http.post('/v1/device/heartbeat', {
+          token: ctx.device.token,
           raw: '{',
           contentType: 'application/json',
         }),
       ],
-      ['401/2001', await tp.http.post('/v1/device/heartbeat', { json: heartbeatBody() })],
-      ['404/3001 route', await tp.http.get('/v1/nope')],
+      ['401/2001', await ctx.tp.http.post('/v1/device/heartbeat', { json: heartbeatBody() })],
+      ['404/3001 route', await ctx.tp.http.get('/v1/nope')],
       [
         '404/3001 device',
-        await tp.http.get('/v1/operator/devices/dev_00000000000000000000', { token: tenant.token }),
+        await ctx.tp.http.get('/v1/operator/devices/dev_00000000000000000000', { token: ctx.tenant.token }),
       ],
       [
         '409/4001',
-        await tp.http.post('/v1/device/register', {
-          json: { sn: deviceSn, model: 'M', manufacturer: 'Acme', firmware_version: '1' },
+        await ctx.tp.http.post('/v1/device/register', {
+          json: { sn: ctx.deviceSn, model: 'M', manufacturer: 'Acme', firmware_version: '1' },
         }),
       ],
       [
         '413/1002',
-        await tp.http.post('/v1/device/register', {
+        await ctx.tp.http.post('/v1/device/register', {
           raw: 'x'.repeat(70_000),
           contentType: 'application/json',
         }),
       ],
-      ['415/1002', await tp.http.post('/v1/device/register', { raw: 'x', contentType: 'text/plain' })],
-      ['400 bad url', await tp.http.get('/v1/operator/devices/%zz', { token: tenant.token })],
+      ['415/1002', await ctx.tp.http.post('/v1/device/register', { raw: 'x', contentType: 'text/plain' })],
+      ['400 bad url', await ctx.tp.http.get('/v1/operator/devices/%zz', { token: ctx.tenant.token })],
       [
         '400 long param',
-        await tp.http.get(`/v1/operator/devices/${'a'.repeat(300)}`, { token: tenant.token }),
+        await ctx.tp.http.get(`/v1/operator/devices/${'a'.repeat(300)}`, { token: ctx.tenant.token }),
       ],
     ];
     for (const [name, res] of responses) {
@@ -162,30 +144,30 @@ describe('internal errors: 500/9001 without internals', () => {
 describe('error bodies never leak internals', () => {
   it('holds across a sample of refusals', async () => {
     const samples: HttpResult[] = [
-      await tp.http.post('/v1/device/register', { raw: '{"sn":', contentType: 'application/json' }),
-      await tp.http.post('/v1/device/register', {
-        json: { sn: deviceSn, model: 'M', manufacturer: 'A', firmware_version: '1' },
+      await ctx.tp.http.post('/v1/device/register', { raw: '{"sn":', contentType: 'application/json' }),
+      await ctx.tp.http.post('/v1/device/register', {
+        json: { sn: ctx.deviceSn, model: 'M', manufacturer: 'A', firmware_version: '1' },
       }),
-      await tp.http.post('/v1/device/token', {
-        json: { device_id: device.deviceId, device_secret: 'wrong', grant_type: 'client_credentials' },
+      await ctx.tp.http.post('/v1/device/token', {
+        json: { device_id: ctx.device.deviceId, device_secret: 'wrong', grant_type: 'client_credentials' },
       }),
-      await tp.http.post('/v1/device/heartbeat', { token: 'dv.e30.AAAA', json: heartbeatBody() }),
-      await tp.http.post('/v1/device/telemetry', {
-        token: device.token,
+      await ctx.tp.http.post('/v1/device/heartbeat', { token: 'dv.e30.AAAA', json: heartbeatBody() }),
+      await ctx.tp.http.post('/v1/device/telemetry', {
+        token: ctx.device.token,
         json: { connector_id: 'DROP TABLE devices' },
       }),
-      await tp.http.get("/v1/operator/devices/dev_1'%20OR%20'1'='1", { token: tenant.token }),
-      await tp.http.get(
+      await ctx.tp.http.get("/v1/operator/devices/dev_1'%20OR%20'1'='1", { token: ctx.tenant.token }),
+      await ctx.tp.http.get(
         '/v1/operator/charging-records?start_time=2025-01-01T00:00:00Z&end_time=2024-01-01T00:00:00Z',
         {
-          token: tenant.token,
+          token: ctx.tenant.token,
         },
       ),
-      await tp.http.post('/v1/operator/control/flexibility', {
-        token: tenant.token,
+      await ctx.tp.http.post('/v1/operator/control/flexibility', {
+        token: ctx.tenant.token,
         json: { target_type: 'moon' },
       }),
-      await tp.http.get('/v1/operator/devices/%c0%af', { token: tenant.token }),
+      await ctx.tp.http.get('/v1/operator/devices/%c0%af', { token: ctx.tenant.token }),
     ];
     for (const res of samples) {
       expect(res.status).toBeGreaterThanOrEqual(400);

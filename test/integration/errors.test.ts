@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Caller, expectApiError, freshCaller, startErrorsPlatform } from '../helpers/error-checks.js';
-import type { RegisteredDevice, TestPlatform } from '../helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { errorsPlatformPerFile, expectApiError } from '../helpers/error-checks.js';
 
 /**
  * The error envelope everywhere (spec "Errors", DESIGN.md §4) for request bodies: malformed JSON, content types
@@ -8,26 +7,7 @@ import type { RegisteredDevice, TestPlatform } from '../helpers/platform.js';
  * raw HTTP are in errors-requests.test.ts; X-API-Version, internal errors and leaks in errors-responses.test.ts.
  */
 
-let tp: TestPlatform;
-let operator: { operatorId: string; siteId: string };
-/** A fresh API client and a fresh charger for every test, so that no test spends another's rate budget. */
-let tenant: Caller;
-let device: RegisteredDevice;
-let deviceSn: string;
-
-beforeAll(async () => {
-  ({ tp, operator } = await startErrorsPlatform());
-});
-afterAll(async () => {
-  await tp?.stop();
-});
-beforeEach(async () => {
-  deviceSn = sn();
-  ({ tenant, device } = await freshCaller(tp, operator, deviceSn));
-});
-
-let serial = 0;
-const sn = () => `SN-E-${process.pid}-${++serial}`;
+const ctx = errorsPlatformPerFile();
 const heartbeatBody = () => ({ timestamp: new Date().toISOString(), status: 'online', fault_code: 0 });
 
 /** JSON endpoints with what each needs to get past authentication. */
@@ -35,10 +15,14 @@ function jsonEndpoints() {
   return [
     { name: 'device register', path: '/v1/device/register', token: undefined },
     { name: 'device token', path: '/v1/device/token', token: undefined },
-    { name: 'heartbeat', path: '/v1/device/heartbeat', token: device.token },
-    { name: 'telemetry', path: '/v1/device/telemetry', token: device.token },
-    { name: 'stop', path: `/v1/operator/devices/${device.deviceId}/connectors/1/stop`, token: tenant.token },
-    { name: 'flexibility', path: '/v1/operator/control/flexibility', token: tenant.token },
+    { name: 'heartbeat', path: '/v1/device/heartbeat', token: ctx.device.token },
+    { name: 'telemetry', path: '/v1/device/telemetry', token: ctx.device.token },
+    {
+      name: 'stop',
+      path: `/v1/operator/devices/${ctx.device.deviceId}/connectors/1/stop`,
+      token: ctx.tenant.token,
+    },
+    { name: 'flexibility', path: '/v1/operator/control/flexibility', token: ctx.tenant.token },
   ];
 }
 
@@ -54,7 +38,7 @@ describe('malformed bodies: 400/1002', () => {
     '\u0000',
   ])('refuses %j on every JSON endpoint', async (raw) => {
     for (const e of jsonEndpoints()) {
-      const res = await tp.http.post(e.path, { token: e.token, raw, contentType: 'application/json' });
+      const res = await ctx.tp.http.post(e.path, { token: e.token, raw, contentType: 'application/json' });
       expect({ endpoint: e.name, status: res.status, code: res.body?.code }).toEqual({
         endpoint: e.name,
         status: 400,
@@ -65,7 +49,7 @@ describe('malformed bodies: 400/1002', () => {
   });
 
   it('refuses malformed JSON on the operator token endpoint too', async () => {
-    const res = await tp.http.post('/v1/operator/oauth/token', {
+    const res = await ctx.tp.http.post('/v1/operator/oauth/token', {
       raw: '{"client_id":',
       contentType: 'application/json',
     });
@@ -74,7 +58,11 @@ describe('malformed bodies: 400/1002', () => {
 
   it('refuses an empty body declared as JSON', async () => {
     for (const e of jsonEndpoints()) {
-      const res = await tp.http.post(e.path, { token: e.token, raw: '', contentType: 'application/json' });
+      const res = await ctx.tp.http.post(e.path, {
+        token: e.token,
+        raw: '',
+        contentType: 'application/json',
+      });
       expectApiError(res, 400, 1002);
     }
   });
@@ -88,7 +76,7 @@ describe('malformed bodies: 400/1002', () => {
     ];
     for (const raw of poisons) {
       for (const e of jsonEndpoints()) {
-        const res = await tp.http.post(e.path, { token: e.token, raw, contentType: 'application/json' });
+        const res = await ctx.tp.http.post(e.path, { token: e.token, raw, contentType: 'application/json' });
         expectApiError(res, 400, 1002);
       }
     }
@@ -98,7 +86,7 @@ describe('malformed bodies: 400/1002', () => {
 
   it('answers a JSON value that is not an object with 400/1001 on body', async () => {
     for (const raw of ['null', '[]', '"text"', '42', 'true']) {
-      const res = await tp.http.post('/v1/device/register', { raw, contentType: 'application/json' });
+      const res = await ctx.tp.http.post('/v1/device/register', { raw, contentType: 'application/json' });
       const body = expectApiError(res, 400, 1001);
       expect(body.details.field).toBe('body');
     }
@@ -116,7 +104,7 @@ describe('content type: 415/1002', () => {
   ])('refuses %s on every JSON endpoint', async (contentType) => {
     const raw = contentType.startsWith('application/x-www') ? 'sn=abc&model=m' : '{"sn":"abc"}';
     for (const e of jsonEndpoints()) {
-      const res = await tp.http.post(e.path, { token: e.token, raw, contentType });
+      const res = await ctx.tp.http.post(e.path, { token: e.token, raw, contentType });
       expect({ endpoint: e.name, status: res.status }).toEqual({ endpoint: e.name, status: 415 });
       expectApiError(res, 415, 1002);
     }
@@ -124,14 +112,14 @@ describe('content type: 415/1002', () => {
 
   it('refuses a body without a content type', async () => {
     for (const e of jsonEndpoints()) {
-      const res = await tp.http.post(e.path, { token: e.token, raw: JSON.stringify(heartbeatBody()) });
+      const res = await ctx.tp.http.post(e.path, { token: e.token, raw: JSON.stringify(heartbeatBody()) });
       expectApiError(res, 415, 1002);
     }
   });
 
   it('accepts application/json with a charset', async () => {
-    const res = await tp.http.post('/v1/device/heartbeat', {
-      token: device.token,
+    const res = await ctx.tp.http.post('/v1/device/heartbeat', {
+      token: ctx.device.token,
       raw: JSON.stringify(heartbeatBody()),
       contentType: 'application/json; charset=utf-8',
     });
@@ -141,11 +129,11 @@ describe('content type: 415/1002', () => {
 
   it('the operator token endpoint alone also takes form bodies (OAuth clients)', async () => {
     const form = new URLSearchParams({
-      client_id: tenant.clientId,
-      client_secret: tenant.clientSecret,
+      client_id: ctx.tenant.clientId,
+      client_secret: ctx.tenant.clientSecret,
       grant_type: 'client_credentials',
     }).toString();
-    const res = await tp.http.post('/v1/operator/oauth/token', {
+    const res = await ctx.tp.http.post('/v1/operator/oauth/token', {
       raw: form,
       contentType: 'application/x-www-form-urlencoded',
     });
@@ -165,15 +153,15 @@ describe('body size: 413/1002 above 64 KiB', () => {
   }
 
   it('accepts a body of exactly 64 KiB and refuses one byte more', async () => {
-    const fits = await tp.http.post('/v1/device/heartbeat', {
-      token: device.token,
+    const fits = await ctx.tp.http.post('/v1/device/heartbeat', {
+      token: ctx.device.token,
       raw: paddedHeartbeat(64 * 1024),
       contentType: 'application/json',
     });
     expect(fits.status).toBe(200);
 
-    const over = await tp.http.post('/v1/device/heartbeat', {
-      token: device.token,
+    const over = await ctx.tp.http.post('/v1/device/heartbeat', {
+      token: ctx.device.token,
       raw: paddedHeartbeat(64 * 1024 + 1),
       contentType: 'application/json',
     });
@@ -183,7 +171,7 @@ describe('body size: 413/1002 above 64 KiB', () => {
   it('refuses a 1 MiB body on every JSON endpoint', async () => {
     const raw = JSON.stringify({ sn: 'x'.repeat(1024 * 1024) });
     for (const e of jsonEndpoints()) {
-      const res = await tp.http.post(e.path, { token: e.token, raw, contentType: 'application/json' });
+      const res = await ctx.tp.http.post(e.path, { token: e.token, raw, contentType: 'application/json' });
       expectApiError(res, 413, 1002);
     }
   });
