@@ -6,7 +6,8 @@ import { checkResponses, RESPONSE_LOG_ENV, readRecorded } from './helpers/respon
 
 /**
  * Names this test run (its PostgreSQL databases carry the id, `helpers/backends.ts`) and, in PostgreSQL
- * runs, drops every database the run created once it is over.
+ * runs, makes the migrated database every test database copies, and drops every database the run created once
+ * it is over.
  *
  * Every answer the tests receive through `httpClient` is recorded (helpers/response-log.ts); once the run is
  * over, each is checked against the OpenAPI document (its status declared for the operation, its body
@@ -19,6 +20,11 @@ export default async function setup(): Promise<() => Promise<void>> {
   // Each project of the config runs this setup (all teardowns come after every test): one checks the recording.
   const created = !process.env[RESPONSE_LOG_ENV];
   if (created) process.env[RESPONSE_LOG_ENV] = mkdtempSync(join(tmpdir(), 'cp-responses-'));
+  if (postgres) {
+    // One migrated database for the run; every test database is a copy of it (helpers/backends.ts).
+    const { createMigratedTemplate } = await import('./helpers/backends.js');
+    await createMigratedTemplate();
+  }
   const checks = !process.env.CP_TEST_RESPONSE_LOG_CHECKED;
   process.env.CP_TEST_RESPONSE_LOG_CHECKED = '1';
   return async () => {

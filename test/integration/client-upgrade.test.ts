@@ -44,7 +44,8 @@ async function oldSchema(dir: string, sealed: string): Promise<void> {
   }
   const upTo = PG_MIGRATIONS.findIndex(isLifecycle);
   expect(upTo).toBeGreaterThan(0);
-  const client = new pg.Client({ connectionString: await databaseForDataDir(dir) });
+  // An empty database: the old schema is written here by hand.
+  const client = new pg.Client({ connectionString: await databaseForDataDir(dir, { empty: true }) });
   await client.connect();
   try {
     await client.query('CREATE TABLE schema_version (version INTEGER NOT NULL)');
