@@ -85,7 +85,8 @@ export function createArtifactFileCache(options: {
       await rename(temp, file);
       return file;
     } catch (error) {
-      out.destroy();
+      // Closed first: a stream destroyed before its file is open creates the file after an rm that came first.
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy());
       await rm(temp, { force: true });
       throw error;
     }
