@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../shared/index.js';
@@ -6,6 +5,7 @@ import { ApiError, errors } from '../domain/api-error.js';
 import { decideRange } from '../domain/byte-range.js';
 import type { ArtifactFileCache } from '../storage/artifact-file-cache.js';
 import type { Store } from '../storage/store.js';
+import { createBufferPool, fileDownloadBody } from './file-download-body.js';
 import { createTickBudget } from './tick-budget.js';
 
 /** Downloads one instance serves at once (DESIGN.md §19); more are told to come back (429, Retry-After). */
@@ -14,6 +14,10 @@ export const DOWNLOADS_PER_INSTANCE = 64;
 const SLICE_BYTES = 64 * 1024;
 /** Chunks read and handed to sockets per turn of the event loop, across every download of the instance. */
 const CHUNKS_PER_TICK = 4;
+/** What a download reads from the local copy at once, into a pooled buffer (file-download-body.ts). */
+const FILE_READ_BYTES = 128 * 1024;
+/** File reads per turn of the event loop, across every download of the instance. */
+const FILE_READS_PER_TICK = 8;
 /** Seconds a charger turned away waits before it asks again. */
 export const DOWNLOAD_RETRY_AFTER_SECONDS = 30;
 
@@ -60,8 +64,9 @@ function chunkStream(
  * Artifact downloads by chargers (DESIGN.md §19): only a charger that was sent an update of the artifact may
  * fetch it; `Range` answers 206 with the part (a resumed download), the ETag is the file's sha256, and at most
  * `limit` downloads run at once on this instance. The bytes come from the instance's local copy of the artifact
- * (storage/artifact-file-cache.ts) when it has a cache; from the stored chunks, a few per turn of the event loop,
- * when it has none or the copy cannot be made (a full disk).
+ * (storage/artifact-file-cache.ts) when it has a cache, read into buffers the downloads share
+ * (file-download-body.ts); from the stored chunks when it has none or the copy cannot be made (a full disk). Either
+ * way a few reads per turn of the event loop, whatever the number of downloads: the charger API stays responsive.
  */
 export function createArtifactDownloads(deps: {
   store: Pick<Store, 'getArtifact' | 'readArtifactChunks' | 'deviceHasUpdateFor'>;
@@ -71,8 +76,10 @@ export function createArtifactDownloads(deps: {
 }) {
   const limit = deps.limit ?? DOWNLOADS_PER_INSTANCE;
   let active = 0;
-  // A few chunks per turn of the event loop, whatever the number of downloads: the charger API stays responsive.
   const turn = createTickBudget(CHUNKS_PER_TICK);
+  const fileTurn = createTickBudget(FILE_READS_PER_TICK);
+  // Two buffers per download at most (one written, one read): kept for the next downloads.
+  const pool = createBufferPool(FILE_READ_BYTES, 2 * limit);
 
   return {
     /** Downloads under way on this instance. */
@@ -120,7 +127,7 @@ export function createArtifactDownloads(deps: {
       try {
         const file = deps.cache ? await deps.cache.fileOf(artifact) : undefined;
         body = file
-          ? createReadStream(file, { start, end, highWaterMark: SLICE_BYTES })
+          ? fileDownloadBody(file, { start, end }, { pool, turn: fileTurn, lastRead: release })
           : chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
       } catch (error) {
         deps.logger?.warn(
