@@ -37,6 +37,15 @@ const POSTGRES_ONLY = [
   // Needs HAProxy, which CI installs before `npm run test:postgres`.
   'test/integration/proxy-protocol-haproxy.test.ts',
 ];
+/**
+ * Integration tests of the agent alone (its A/B releases and launcher, its command executor under fuzzing): no
+ * platform, no store, so nothing a PostgreSQL run would test again.
+ */
+const PLATFORM_FREE = [
+  'test/integration/agent-releases-kill.test.ts',
+  'test/integration/agent-releases-launcher.test.ts',
+  'test/integration/agent-fuzz-commands.test.ts',
+];
 const onPostgres = process.env.TEST_DATABASE === 'postgres';
 
 /** Runs a fleet of hundreds of agents in its process: alone, after everything else, so it neither slows nor is slowed. */
@@ -63,7 +72,12 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...ALONE, ...ALONE_ON_SERVERS, ...BROWSER, ...(onPostgres ? SQLITE_ONLY : POSTGRES_ONLY)],
+          exclude: [
+            ...ALONE,
+            ...ALONE_ON_SERVERS,
+            ...BROWSER,
+            ...(onPostgres ? [...SQLITE_ONLY, ...PLATFORM_FREE] : POSTGRES_ONLY),
+          ],
           testTimeout: 30_000,
           hookTimeout: 60_000,
           globalSetup: ['test/global-setup.ts'],
