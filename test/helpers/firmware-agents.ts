@@ -11,7 +11,7 @@ import {
   type SimulatedHal,
   type SimulatedHalOptions,
 } from '../../simulators/simulated-hal.js';
-import { quietLogger, tempDir, waitFor } from './agent.js';
+import { offsetClock, quietLogger, tempDir, waitFor } from './agent.js';
 import type { TestPlatform } from './platform.js';
 
 /**
@@ -53,7 +53,14 @@ export interface ChargerGroup {
  */
 export async function startChargers(
   tp: TestPlatform,
-  opts: { siteId: string; updateKey: KeyObject; tag: string; hals: SimulatedHalOptions[] },
+  opts: {
+    siteId: string;
+    updateKey: KeyObject;
+    tag: string;
+    hals: SimulatedHalOptions[];
+    /** Per charger: how far its wall clock runs ahead of the system's (its timers stay real). */
+    clockOffsetsMs?: number[];
+  },
 ): Promise<ChargerGroup> {
   const started: Array<{ runtime: AgentRuntime; dispatcher: Agent; remove(): void }> = [];
   const stop = async () => {
@@ -77,7 +84,9 @@ export async function startChargers(
       });
       const tmp = tempDir('fw-agent-');
       const dispatcher = new Agent({ connect: { ca: tp.ca } });
+      const offset = opts.clockOffsetsMs?.[i];
       const runtime = await startAgent({
+        ...(offset !== undefined ? { clock: offsetClock(() => offset) } : {}),
         config: {
           dataDir: tmp.dir,
           platformUrl: tp.url,
@@ -189,3 +198,24 @@ export const stateOf = (view: UpdateView, deviceId: string): string | undefined 
 
 export const deviceOf = (view: UpdateView, deviceId: string): UpdateDeviceView | undefined =>
   view.devices.find((d) => d.device_id === deviceId);
+
+export interface FirmwareReport {
+  status: string;
+  version?: string;
+  message?: string;
+  timestamp: string;
+  update_id?: string;
+  report_id?: string;
+}
+
+/** A charger's firmware reports about `updateId`, newest first, as the operator pages them. */
+export async function firmwareHistory(
+  tp: TestPlatform,
+  token: string,
+  deviceId: string,
+  updateId: string,
+): Promise<FirmwareReport[]> {
+  const res = await tp.http.get(`/v1/operator/devices/${deviceId}/firmware?size=100`, { token });
+  if (res.status !== 200) throw new Error(`GET firmware: ${res.status} ${res.text}`);
+  return (res.body.data.items as FirmwareReport[]).filter((r) => r.update_id === updateId);
+}

@@ -4,6 +4,8 @@ import { waitFor } from '../helpers/agent.js';
 import {
   type ChargerGroup,
   deviceOf,
+  type FirmwareReport,
+  firmwareHistory as firmwareHistoryOf,
   rateLimitsButOperatorReads,
   startChargers,
   stateOf,
@@ -29,14 +31,6 @@ const oem = generateKeyPairSync('ed25519');
 const OLD = '1.0.0-sim';
 const NEW = '2.0.0';
 const HEALTH_SECONDS = 1;
-
-interface FirmwareReport {
-  status: string;
-  version?: string;
-  message?: string;
-  update_id?: string;
-  report_id?: string;
-}
 
 /** A fresh site of the tenant with one agent per HAL option set. */
 async function siteWithChargers(tag: string, hals: Parameters<typeof startChargers>[1]['hals']) {
@@ -80,13 +74,8 @@ async function commandOf(view: UpdateView, deviceId: string): Promise<Record<str
   return res.body.data;
 }
 
-async function firmwareHistory(deviceId: string, updateId: string): Promise<FirmwareReport[]> {
-  const res = await tp.http.get(`/v1/operator/devices/${deviceId}/firmware?size=100`, {
-    token: tenant.token,
-  });
-  expect(res.status, res.text).toBe(200);
-  return (res.body.data.items as FirmwareReport[]).filter((r) => r.update_id === updateId);
-}
+const firmwareHistory = (deviceId: string, updateId: string) =>
+  firmwareHistoryOf(tp, tenant.token, deviceId, updateId);
 
 /** The statuses newest first, a run of the same status (download progress) counted once. */
 const statusRuns = (reports: FirmwareReport[]) =>
