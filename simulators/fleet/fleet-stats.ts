@@ -71,6 +71,11 @@ export class FleetStats {
   readonly failures: Record<FailureClass, number> = zeroFailures();
   retriedRateLimited = 0;
   recoveredTransient = 0;
+  /**
+   * Set when the fleet's stop begins: a request that then fails with no answer was cut by the stop itself (its
+   * charger's connections torn down mid-handshake), not by the platform, and counts as aborted.
+   */
+  stopping = false;
   readonly errors = new Map<string, number>();
   readonly errorSamples = new Map<string, string>();
   totalRequests = 0;
@@ -139,7 +144,7 @@ export class FleetStats {
     failure: { status?: number; error?: unknown },
     out: boolean,
   ): FailureClass {
-    const cls = classifyFailure(failure, out);
+    const cls = this.stopping && failure.status === undefined ? 'aborted' : classifyFailure(failure, out);
     this.failures[cls] += 1;
     this.window.failures[cls] += 1;
     if (cls === 'aborted') return cls;

@@ -64,6 +64,7 @@ function readingsAtStop(run: FleetRun) {
 }
 
 async function stopEveryCharger(run: FleetRun): Promise<void> {
+  run.stats.stopping = true;
   // Long polls end first, by closing their connections: an agent aborting its own poll makes undici reconnect
   // the aborted connection at once (a TLS handshake per charger, on both sides, for nothing). Polls failed this
   // way count as aborted, not as failures.

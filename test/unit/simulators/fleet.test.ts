@@ -80,6 +80,20 @@ describe('fleet: request kinds and failure classes', () => {
     expect(a.heartbeatOkAt).toBe(5);
   });
 
+  it('once the stop begins, a request cut with no answer is aborted; an answer still counts', () => {
+    const stats = new FleetStats();
+    const t: ChargerTally = {};
+    stats.stopping = true;
+    const cut = Object.assign(
+      new Error('Client network socket disconnected before secure TLS connection was established'),
+      { code: 'ECONNRESET' },
+    );
+    expect(stats.requestFailed(t, 'events', { error: cut }, false)).toBe('aborted');
+    expect(stats.requestFailed(t, 'telemetry', { status: 503 }, false)).toBe('transient');
+    stats.settle([t]);
+    expect(Object.fromEntries(stats.errors)).toEqual({ 'unrecovered:telemetry': 1 });
+  });
+
   it('strict: every 429 and transient failure is an error', () => {
     const stats = new FleetStats({ strict: true });
     const t: ChargerTally = {};
