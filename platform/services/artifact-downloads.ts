@@ -10,7 +10,7 @@ import { createTickBudget } from './tick-budget.js';
 
 /** Downloads one instance serves at once (DESIGN.md §19); more are told to come back (429, Retry-After). */
 export const DOWNLOADS_PER_INSTANCE = 64;
-/** What a download writes to its socket at once. */
+/** What a download served from the stored chunks writes to its socket at once. */
 const SLICE_BYTES = 64 * 1024;
 /** Chunks read and handed to sockets per turn of the event loop, across every download of the instance. */
 const CHUNKS_PER_TICK = 4;

@@ -66,7 +66,7 @@ export function fileDownloadBody(
     return next;
   }
 
-  async function pump(destination: Writable): Promise<void> {
+  async function pump(destination: Writable, end: boolean): Promise<void> {
     let writing: Promise<void> | undefined;
     let next = readAhead();
     while (next && !stopped && !destination.destroyed) {
@@ -84,7 +84,8 @@ export function fileDownloadBody(
       body.destroy();
       return;
     }
-    destination.end();
+    // As Readable.pipe: the destination ends with the body unless the caller asked otherwise (`{ end: false }`).
+    if (end) destination.end();
     body.push(null);
   }
 
@@ -107,11 +108,13 @@ export function fileDownloadBody(
       callback(error);
     },
   });
-  body.pipe = <T extends NodeJS.WritableStream>(destination: T): T => {
+  body.pipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T => {
     piped = true;
     // Flowing, with nothing pushed but the end: 'end' and 'close' come as for any piped stream.
     body.resume();
-    pump(destination as unknown as Writable).catch((error: Error) => body.destroy(error));
+    pump(destination as unknown as Writable, options?.end !== false).catch((error: Error) =>
+      body.destroy(error),
+    );
     return destination;
   };
   return body;

@@ -120,6 +120,17 @@ describe('a download body from a local file', () => {
     expect(counts.lastReads).toBe(1);
   });
 
+  it('piped with { end: false }, leaves the socket open after the last byte, as Readable.pipe does', async () => {
+    const { body } = bodyOf(0, SIZE - 1);
+    const { socket, received } = slowSocket();
+    body.pipe(socket, { end: false });
+    await finished(body);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(socket.writableEnded).toBe(false);
+    expect(received().equals(data)).toBe(true);
+    socket.end();
+  });
+
   it('stops reading when the client goes away, and closes', async () => {
     const { body, counts } = bodyOf(0, SIZE - 1);
     const { socket } = slowSocket();
