@@ -28,7 +28,7 @@ import {
 import { type DiagContext, loadCa, targetOf } from './context.js';
 import { diskCheck, logsCheck } from './host-checks.js';
 import { dnsCheck, tcpCheck, tlsCheck } from './network-checks.js';
-import { type Check, skip, timed } from './outcome.js';
+import { type Check, type Outcome, skip, timed } from './outcome.js';
 import { roundTripCheck, skewCheck, tokenCheck } from './platform-checks.js';
 import { configurationCheck, processCheck, storeCheck } from './store-checks.js';
 import { timeZonesCheck } from './time-zone-checks.js';
@@ -49,7 +49,14 @@ export interface DiagOptions {
   /** Per network step, ms (default 5 s). */
   timeoutMs?: number;
   isAlive?: (pid: number) => boolean;
+  /**
+   * Run only what lies on the charger: dns, tcp, tls, token and round_trip are skipped and nothing is sent
+   * (the diagnostics archive, agent/diagnostics/). clock_skew then reports the skew the agent stored.
+   */
+  offline?: boolean;
 }
+
+const OFFLINE = 'offline: not run for a diagnostics archive';
 
 export async function runDiag(options: DiagOptions): Promise<{ report: DiagReport; exitCode: number }> {
   const ctx: DiagContext = {
@@ -60,6 +67,8 @@ export async function runDiag(options: DiagOptions): Promise<{ report: DiagRepor
   const checks: Check[] = [];
   const access = openStoreForReading(options.dataDir);
   let dispatcher: Agent | undefined;
+  const network = (name: string, run: () => Promise<Outcome>): Promise<Check> =>
+    options.offline ? Promise.resolve({ name, ...skip(OFFLINE), duration_ms: 0 }) : timed(name, run);
   try {
     checks.push(await timed('store', () => storeCheck(access, ctx)));
     if (access.ok) {
@@ -89,13 +98,13 @@ export async function runDiag(options: DiagOptions): Promise<{ report: DiagRepor
     });
     // Only what the agent would contact: an https:// URL (the configuration check fails anything else).
     if (ctx.target?.url.protocol !== 'https:') delete ctx.target;
-    checks.push(await timed('dns', () => dnsCheck(ctx)));
-    checks.push(await timed('tcp', () => tcpCheck(ctx)));
-    checks.push(await timed('tls', () => tlsCheck(ctx)));
+    checks.push(await network('dns', () => dnsCheck(ctx)));
+    checks.push(await network('tcp', () => tcpCheck(ctx)));
+    checks.push(await network('tls', () => tlsCheck(ctx)));
     if (access.ok) {
       const http = dispatcher;
-      checks.push(await timed('token', () => tokenCheck(ctx, http)));
-      checks.push(await timed('round_trip', () => roundTripCheck(ctx, http)));
+      checks.push(await network('token', () => tokenCheck(ctx, http)));
+      checks.push(await network('round_trip', () => roundTripCheck(ctx, http)));
     } else {
       checks.push({ name: 'token', ...skip('needs the store'), duration_ms: 0 });
       checks.push({ name: 'round_trip', ...skip('needs the store'), duration_ms: 0 });
