@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { ConfigurationChange } from './configuration.js';
 import { CONTROL_DURATION_MAX_SECONDS, REASON_MAX_LENGTH } from './limits.js';
 import { Identifier, Soc, Timestamp } from './primitives.js';
 import { ChargingSchedule } from './schedule.js';
@@ -73,6 +74,15 @@ export const UpdateParams = z.object({
   health_seconds: z.optional(z.int().check(z.minimum(0), z.maximum(86_400))),
 });
 
+/** Remote maintenance (DESIGN.md §20). */
+export const RESET_MODES = ['when_idle', 'immediate'] as const;
+export const RESET_TARGETS = ['agent', 'charger'] as const;
+/** `agent` restarts the agent process; `charger` reboots the hardware through the HAL's `reboot()`. */
+export const ResetParams = z.object({ mode: z.enum(RESET_MODES), target: z.enum(RESET_TARGETS) });
+export const SetAvailabilityParams = z.object({ connector_id: connector, available: z.boolean() });
+export const UnlockConnectorParams = z.object({ connector_id: connector });
+export const SetConfigurationParams = z.object({ values: ConfigurationChange });
+
 export const CommandParams = {
   stop: StopParams,
   start: StartParams,
@@ -82,5 +92,9 @@ export const CommandParams = {
   set_power_limit: SetPowerLimitParams,
   pause_charging: PauseChargingParams,
   update: UpdateParams,
+  reset: ResetParams,
+  set_availability: SetAvailabilityParams,
+  unlock_connector: UnlockConnectorParams,
+  set_configuration: SetConfigurationParams,
 } as const;
 export type CommandParamsOf<K extends keyof typeof CommandParams> = z.infer<(typeof CommandParams)[K]>;

@@ -3,6 +3,8 @@ import { envelopeOf } from './envelope.js';
 import {
   CHARGING_RECORDS_BATCH_MAX,
   COMMAND_POLL_MAX_WAIT_SECONDS,
+  COMMAND_RESULT_MAX_BYTES,
+  COMMAND_RESULT_MAX_DEPTH,
   CONNECTORS_PER_DEVICE_MAX,
   EVENTS_BATCH_MAX,
   REASON_MAX_LENGTH,
@@ -152,11 +154,46 @@ export const CommandsData = z.object({ commands: z.array(PendingCommand), server
 
 export const ReportedCommandStatus = z.enum(['accepted', 'rejected', 'succeeded', 'failed']);
 export type ReportedCommandStatus = z.infer<typeof ReportedCommandStatus>;
+/**
+ * Whether a command's `result` can be stored: no deeper than COMMAND_RESULT_MAX_DEPTH (PostgreSQL's JSON parser,
+ * and JSON.stringify, run out of stack on a hostile nesting long before 64 KiB), no NUL in a key or string
+ * (JSONB cannot hold one), at most COMMAND_RESULT_MAX_BYTES of JSON. Walked without recursion, for that reason.
+ */
+function isStorableResult(result: Record<string, unknown>): boolean {
+  const pending: Array<[unknown, number]> = [[result, 1]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, depth] = next;
+    if (typeof value === 'string' && value.includes('\u0000')) return false;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > COMMAND_RESULT_MAX_DEPTH) return false;
+    for (const [key, inner] of Object.entries(value)) {
+      if (key.includes('\u0000')) return false;
+      pending.push([inner, depth + 1]);
+    }
+  }
+  return new TextEncoder().encode(JSON.stringify(result)).length <= COMMAND_RESULT_MAX_BYTES;
+}
+
 export const CommandStatusReport = z.object({
   status: ReportedCommandStatus,
   reason: z.optional(freeText(REASON_MAX_LENGTH)),
   /** When the charger reached this status (its clock). */
   timestamp: z.optional(Timestamp),
+  /**
+   * Additive (DESIGN.md §20): what the command produced, e.g. the configuration after a `set_configuration`. At
+   * most COMMAND_RESULT_MAX_BYTES of JSON (UTF-8; the body limit of 64 KiB bounds it in practice), nested at most
+   * COMMAND_RESULT_MAX_DEPTH deep, with no NUL character: what both storage backends can keep.
+   */
+  result: z.optional(
+    z
+      .record(z.string(), z.unknown())
+      .check(
+        z.refine(
+          isStorableResult,
+          'must be at most 64 KiB of JSON, nested at most 32 deep, with no NUL character',
+        ),
+      ),
+  ),
 });
 export type CommandStatusReport = z.infer<typeof CommandStatusReport>;
 export const CommandStatusAck = z.object({

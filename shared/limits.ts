@@ -76,4 +76,12 @@ export const COMMAND_EXPIRY_SECONDS = {
   discharge: 15 * 60,
   set_schedule: 7 * 86_400,
   delete_schedule: 7 * 86_400,
+  reset: 15 * 60,
+  set_availability: 7 * 86_400,
+  unlock_connector: 15 * 60,
+  set_configuration: 7 * 86_400,
 } as const;
+/** Largest `result` object a command status report may carry (DESIGN.md §20), bytes of JSON. */
+export const COMMAND_RESULT_MAX_BYTES = 64 * 1024;
+/** How deep a command's `result` may nest (objects and arrays): far beyond any report, within every parser. */
+export const COMMAND_RESULT_MAX_DEPTH = 32;

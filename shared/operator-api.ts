@@ -1,4 +1,6 @@
 import * as z from 'zod';
+import { RESET_MODES, RESET_TARGETS } from './commands.js';
+import { ConfigurationChange } from './configuration.js';
 import { envelopeOf } from './envelope.js';
 import { CONTROL_DURATION_MAX_SECONDS, FLEXIBILITY_TARGET_IDS_MAX, REASON_MAX_LENGTH } from './limits.js';
 import {
@@ -163,6 +165,8 @@ export const CommandView = z.object({
   created_at: Timestamp,
   updated_at: Timestamp,
   control_id: z.string().optional(),
+  /** Additive (DESIGN.md §20): what the charger reported the command produced, when it did. */
+  result: z.record(z.string(), z.unknown()).optional(),
   history: z.array(CommandHistoryEntry),
 });
 export type CommandView = z.infer<typeof CommandView>;
@@ -275,3 +279,30 @@ export const FirmwareReportsQuery = z.strictObject({ ...PageQuery });
 export const DeviceCommandsQuery = z.strictObject({ status: z.optional(CommandStatus), ...PageQuery });
 export type DeviceCommandsQuery = z.infer<typeof DeviceCommandsQuery>;
 export const DeviceCommandsPage = pageOf(CommandView);
+
+// Remote maintenance (DESIGN.md §20)
+
+// POST /v1/operator/devices/{device_id}/reset
+export const ResetRequest = z.strictObject({
+  /** `when_idle` (default) waits until no connector charges or discharges; `immediate` does not wait. */
+  mode: z.enum(RESET_MODES).default('when_idle'),
+  /** `agent` (default) restarts the charger's agent; `charger` reboots the charger through its HAL. */
+  target: z.enum(RESET_TARGETS).default('agent'),
+});
+export type ResetRequest = z.infer<typeof ResetRequest>;
+
+// PUT /v1/operator/devices/{device_id}/connectors/{connector_id}/availability
+export const AvailabilityRequest = z.strictObject({ available: z.boolean() });
+export type AvailabilityRequest = z.infer<typeof AvailabilityRequest>;
+
+// GET and PATCH /v1/operator/devices/{device_id}/configuration
+export const ConfigurationView = z.object({
+  device_id: z.string(),
+  /** Every key as the charger last reported it; empty until it has. */
+  values: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  /** When the charger reported them (its clock); null until it has. */
+  reported_at: z.nullable(Timestamp),
+});
+export type ConfigurationView = z.infer<typeof ConfigurationView>;
+export const ConfigurationPatch = z.strictObject({ values: ConfigurationChange });
+export type ConfigurationPatch = z.infer<typeof ConfigurationPatch>;

@@ -14,6 +14,11 @@ export const Connector = z.object({
   /** Additive: rating and V2G capability as registered. */
   max_power_kw: z.optional(z.number()),
   v2g_capable: z.optional(z.boolean()),
+  /**
+   * Additive (DESIGN.md §20): false once an operator took the connector out of service. It then starts nothing
+   * and shows `status: "unavailable"` as soon as no session runs on it.
+   */
+  available: z.optional(z.boolean()),
 });
 export type Connector = z.infer<typeof Connector>;
 
@@ -63,6 +68,10 @@ export const CommandName = z.enum([
   'set_power_limit',
   'pause_charging',
   'update',
+  'reset',
+  'set_availability',
+  'unlock_connector',
+  'set_configuration',
 ]);
 export type CommandName = z.infer<typeof CommandName>;
 
