@@ -117,6 +117,21 @@ export interface Hal {
    * updater fell back to the old image) is `install_verification_failed`.
    */
   firmwareVersion?(): Promise<string>;
+
+  /**
+   * Remote maintenance (DESIGN.md §20), optional: without a method the agent rejects the command, saying so.
+   *
+   * Reboot the charger (`reset` with target `charger`). Called after the agent has reported the command and
+   * flushed what it could; the reboot ends the agent. If the call resolves and the agent still runs (a HAL that
+   * only restarts the power electronics), the agent stops and exits with its restart code, so that it starts
+   * afresh with the hardware. Reject with an Error saying why the charger could not reboot.
+   */
+  reboot?(): Promise<void>;
+  /**
+   * Release the cable lock of the connector (`unlock_connector`). The agent calls it only while no energy flows
+   * on the connector. Resolve once the lock is open; reject with a HalError (or an Error) saying why not.
+   */
+  unlockConnector?(connectorId: number): Promise<void>;
 }
 
 /** What the agent passes to a HAL factory: the command-line choices, plus its config file's `hal` block. */

@@ -68,17 +68,16 @@ export async function createAgentLogger(options: AgentLoggerOptions = {}): Promi
       ...(options.keepFiles !== undefined ? { keep: options.keepFiles } : {}),
     });
     file = rotating;
-    streams.push({
-      level: level === 'silent' ? 'fatal' : level,
-      stream: { write: (chunk: string) => rotating.write(chunk) },
-    });
+    // The streams take every level: the logger's own level filters, so that setting it (remote
+    // configuration, DESIGN.md §20) takes effect at once on both.
+    streams.push({ level: 'trace', stream: { write: (chunk: string) => rotating.write(chunk) } });
   }
   let stderr = options.stderr;
   if (!stderr) {
     const wantPretty = options.pretty ?? (process.stderr.isTTY === true && !process.env.NO_COLOR);
     stderr = (wantPretty ? await prettyStream() : undefined) ?? pino.destination({ fd: 2, sync: true });
   }
-  streams.push({ level: level === 'silent' ? 'fatal' : level, stream: stderr });
+  streams.push({ level: 'trace', stream: stderr });
   const logger = pino(
     {
       level,

@@ -131,7 +131,9 @@ export async function run(flags: RunFlags): Promise<void> {
       hal,
       logger,
       runConfig: describeRunConfig(config),
-      ...agentUpdateOption(() => restartForUpdate(runtime, logger, exit)),
+      ...agentUpdateOption(() => restartProcess(runtime, logger, exit, 'restarting into the staged release')),
+      // A `reset` (DESIGN.md §20): the launcher, or systemd's Restart=on-failure, starts the agent again.
+      restart: () => restartProcess(runtime, logger, exit, 'restarting for a reset'),
     });
   } catch (error) {
     if (isAgentFatalError(error)) {
@@ -172,13 +174,17 @@ function agentUpdateOption(restart: () => void) {
   return updates ? { updates } : {};
 }
 
-/** A staged release: stop gracefully (the outbox flushed as far as it goes), then let the launcher start it. */
-function restartForUpdate(
+/**
+ * A staged release or a reset: stop gracefully (the outbox flushed as far as it goes), then exit with the restart
+ * code for the launcher (or systemd) to start the agent again.
+ */
+function restartProcess(
   runtime: { stop(): Promise<void> },
   logger: { info(msg: string): void },
   exit: (code: number) => void,
+  why: string,
 ): void {
-  logger.info('restarting into the staged release');
+  logger.info(why);
   runtime.stop().then(
     () => exit(RESTART_EXIT_CODE),
     () => exit(RESTART_EXIT_CODE),

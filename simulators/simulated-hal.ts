@@ -38,6 +38,13 @@ import {
   SIMULATED_FIRMWARE_VERSION,
   type SimulatedFirmware,
 } from './simulated-firmware.js';
+import {
+  createMaintenanceLog,
+  isMaintenanceFault,
+  type MaintenanceFault,
+  type MaintenanceLog,
+  maintenanceMembers,
+} from './simulated-maintenance.js';
 
 export interface SimulatedTimers {
   setInterval(callback: () => void, ms: number): unknown;
@@ -76,6 +83,8 @@ export interface SimulatedHalOptions extends HalOptions {
   firmwareInstallMs?: number;
   /** A firmware fault to simulate (`simulated-firmware.ts`); none by default. */
   firmwareFault?: FirmwareFault;
+  /** Remote-maintenance faults to simulate (`simulated-maintenance.ts`); none by default. */
+  maintenanceFaults?: MaintenanceFault[];
 }
 
 export interface SimulatedHal extends Hal {
@@ -92,6 +101,8 @@ export interface SimulatedHal extends Hal {
   clearFault(connectorId: number): void;
   /** The plugged-in vehicle, for tests and the fleet runner. */
   vehicleOf(connectorId: number): Ev | undefined;
+  /** Reboots and cable unlocks the hardware went through. */
+  readonly maintenance: MaintenanceLog;
 }
 
 function settingsFrom(options: SimulatedHalOptions): SimulationSettings {
@@ -217,6 +228,7 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
     installMs: options.firmwareInstallMs ?? DEFAULT_FIRMWARE_INSTALL_MS,
     fault: options.firmwareFault,
   });
+  const maintenance = createMaintenanceLog();
   let interval: unknown;
   let lastWallTick = charger.now;
 
@@ -276,6 +288,8 @@ export function createSimulatedHal(options: SimulatedHalOptions = {}): Simulated
       interval = undefined;
     },
     ...firmwareMembers(firmware, options.firmwareFault, catchUp, () => charger.now),
+    ...maintenanceMembers(charger, maintenance, options.maintenanceFaults ?? [], catchUp),
+    maintenance,
     ...manualControls(charger),
   };
 }
@@ -316,6 +330,8 @@ function simulatorOptionsFrom(config: Record<string, unknown> | undefined): Simu
   if (typeof config.initialFirmwareVersion === 'string')
     options.initialFirmwareVersion = config.initialFirmwareVersion;
   if (isFirmwareFault(config.firmwareFault)) options.firmwareFault = config.firmwareFault;
+  if (Array.isArray(config.maintenanceFaults))
+    options.maintenanceFaults = config.maintenanceFaults.filter(isMaintenanceFault);
   return options;
 }
 

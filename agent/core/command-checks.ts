@@ -9,10 +9,14 @@ import {
   DeleteScheduleParams,
   DischargeParams,
   PauseChargingParams,
+  ResetParams,
+  SetAvailabilityParams,
+  SetConfigurationParams,
   SetPowerLimitParams,
   SetScheduleParams,
   StartParams,
   StopParams,
+  UnlockConnectorParams,
   UpdateParams,
 } from '../../shared/commands.js';
 import { CommandName } from '../../shared/resources.js';
@@ -28,7 +32,11 @@ export type ParsedCommand =
   | { name: 'delete_schedule'; params: CommandParamsOf<'delete_schedule'> }
   | { name: 'set_power_limit'; params: CommandParamsOf<'set_power_limit'> }
   | { name: 'pause_charging'; params: CommandParamsOf<'pause_charging'> }
-  | { name: 'update'; params: CommandParamsOf<'update'> };
+  | { name: 'update'; params: CommandParamsOf<'update'> }
+  | { name: 'reset'; params: CommandParamsOf<'reset'> }
+  | { name: 'set_availability'; params: CommandParamsOf<'set_availability'> }
+  | { name: 'unlock_connector'; params: CommandParamsOf<'unlock_connector'> }
+  | { name: 'set_configuration'; params: CommandParamsOf<'set_configuration'> };
 
 export type CommandCheck = { ok: true; command: ParsedCommand } | { ok: false; reason: string };
 
@@ -82,6 +90,22 @@ export function parsedOf(name: CommandName, params: unknown): CommandCheck {
     }
     case 'update': {
       const p = parse(UpdateParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'reset': {
+      const p = parse(ResetParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'set_availability': {
+      const p = parse(SetAvailabilityParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'unlock_connector': {
+      const p = parse(UnlockConnectorParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'set_configuration': {
+      const p = parse(SetConfigurationParams, params);
       return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
     }
   }

@@ -12,6 +12,7 @@
  * platform can promise a site or a fleet a ceiling.
  */
 import type { ConnectorInfo, ConnectorReading } from '../hal.js';
+import { type OutOfService, outOfServiceReason } from './availability.js';
 import {
   type ConnectorAllowance,
   evaluateConnector,
@@ -44,6 +45,8 @@ export interface ConnectorDecisionInput {
   schedules: readonly StoredSchedule[];
   limits: readonly FlexibilityLimit[];
   override?: ConnectorOverride;
+  /** Taken out of service by the operator (core/availability.ts): idle whatever else says. */
+  outOfService?: OutOfService;
   /** Latest reading; absent when the hardware could not be read. */
   reading?: ConnectorReading;
   now: number;
@@ -56,6 +59,10 @@ export function overrideExpired(override: ConnectorOverride, now: number): boole
 
 export function decideConnector(input: ConnectorDecisionInput): ConnectorTarget {
   const { connector, reading, now } = input;
+  const outOfService = outOfServiceReason(input.outOfService);
+  if (outOfService) {
+    return { mode: 'idle', powerLimitKw: 0, reason: outOfService, source: 'override', activeLimitIds: [] };
+  }
   const soc = reading?.soc;
   const override = input.override && !overrideExpired(input.override, now) ? input.override : undefined;
   if (!override) {

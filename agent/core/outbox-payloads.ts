@@ -9,12 +9,21 @@ export interface CommandStatusPayload {
   status: ReportedCommandStatus;
   reason?: string;
   timestamp: string;
+  /** What the command produced (DESIGN.md §20), e.g. the configuration after `set_configuration`. */
+  result?: Record<string, unknown>;
+}
+
+/** One report of a command as the agent queues it. */
+export interface CommandReport {
+  status: ReportedCommandStatus;
+  reason?: string;
+  result?: Record<string, unknown>;
 }
 
 /** One outbox item per report, in order, all stamped `at` (when the agent committed them). */
 export function commandStatusItems(
   commandId: string,
-  reports: ReadonlyArray<{ status: ReportedCommandStatus; reason?: string }>,
+  reports: readonly CommandReport[],
   at: string,
 ): Array<{ kind: 'command_status'; payload: CommandStatusPayload }> {
   return reports.map((r) => ({
@@ -24,6 +33,7 @@ export function commandStatusItems(
       status: r.status,
       ...(r.reason !== undefined ? { reason: r.reason } : {}),
       timestamp: at,
+      ...(r.result !== undefined ? { result: r.result } : {}),
     },
   }));
 }

@@ -23,7 +23,8 @@ export interface CommandPollOptions {
   clock: Clock;
   logger: Logger;
   executor: CommandReceiver;
-  waitSeconds?: number;
+  /** Seconds each poll waits; a function when the remote configuration may change it. */
+  waitSeconds?: number | (() => number);
   random?: () => number;
   backoff?: { baseMs: number; capMs: number };
   onFatal?: (error: AgentFatalError) => void;
@@ -33,7 +34,8 @@ export interface CommandPollOptions {
 
 export async function runCommandPoll(options: CommandPollOptions, signal: AbortSignal): Promise<void> {
   const { clock, logger, executor } = options;
-  const waitSeconds = options.waitSeconds ?? DEFAULT_POLL_WAIT_SECONDS;
+  const { waitSeconds = DEFAULT_POLL_WAIT_SECONDS } = options;
+  const waitOf = typeof waitSeconds === 'function' ? waitSeconds : () => waitSeconds;
   const random = options.random ?? Math.random;
   const backoff = options.backoff ?? { baseMs: 1_000, capMs: 60_000 };
   let attempt = 0;
@@ -44,7 +46,7 @@ export async function runCommandPoll(options: CommandPollOptions, signal: AbortS
       continue;
     }
     try {
-      const answer = await api.pollCommands(waitSeconds, signal);
+      const answer = await api.pollCommands(waitOf(), signal);
       attempt = 0;
       options.onServerTime?.(answer.serverTime, clock.now());
       const { fresh, repeats } = executor.receive(answer.commands);

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { CLOCK_SKEW_WARN_SECONDS, HEARTBEAT_INTERVAL_SECONDS } from '../../shared/limits.js';
 import type { HeartbeatStatus } from '../../shared/primitives.js';
 import { AgentFatalError } from '../agent-errors.js';
-import { type Clock, iso, sleep } from '../clock.js';
+import { type Clock, createWakeup, iso } from '../clock.js';
 import { nextDelayMs } from '../core/backoff.js';
 import type { ConnectorReading, Hal } from '../hal.js';
 import type { AgentStore } from '../store/agent-store.js';
@@ -56,6 +56,8 @@ export interface HeartbeatLoop {
   run(signal: AbortSignal): Promise<void>;
   /** The latest measured skew, ms (0 until measured; persisted across restarts). */
   skewMs(): number;
+  /** A new cadence (remote configuration): a wait under way ends at once, and the next ones use it. */
+  setIntervalMs(ms: number): void;
   /**
    * A `server_time` seen elsewhere (a long poll, which is not signed and so works even when the clock is too
    * far off for signed writes). Coarse — it is stamped after the poll's wait — so it only corrects a skew that
@@ -66,7 +68,8 @@ export interface HeartbeatLoop {
 
 export function createHeartbeatLoop(options: HeartbeatLoopOptions): HeartbeatLoop {
   const { hal, store, clock, logger, executor } = options;
-  const intervalMs = options.intervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+  let intervalMs = options.intervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+  const wakeup = createWakeup(clock);
   const random = options.random ?? Math.random;
   let skew = store.getState('clock_skew')?.ms ?? 0;
   let lastSkewWarnAt = Number.NEGATIVE_INFINITY;
@@ -140,6 +143,11 @@ export function createHeartbeatLoop(options: HeartbeatLoopOptions): HeartbeatLoo
   return {
     beat,
     skewMs: () => skew,
+    setIntervalMs(ms) {
+      if (ms === intervalMs) return;
+      intervalMs = ms;
+      wakeup.notify();
+    },
     observeServerTime(serverTime, receivedAtMs) {
       const measured = Date.parse(serverTime) - receivedAtMs;
       if (Number.isNaN(measured) || Math.abs(measured - skew) <= CLOCK_SKEW_WARN_SECONDS * 1000) return;
@@ -171,7 +179,7 @@ export function createHeartbeatLoop(options: HeartbeatLoopOptions): HeartbeatLoo
           attempt += 1;
           logger.warn({ err: (error as Error).message, retry_in_ms: delay }, 'heartbeat failed');
         }
-        await sleep(clock, delay, signal);
+        await wakeup.wait(delay, signal);
       }
     },
   };

@@ -24,8 +24,11 @@ export interface SecretRotationOptions {
   credentials: DeviceCredentials;
   api: DeviceApi;
   clock: Clock;
-  /** `secret-rotation-days`; 0 turns asking for new secrets off (a pending one is still used). */
-  days: number;
+  /**
+   * `secret-rotation-days`; 0 turns asking for new secrets off (a pending one is still used). A function when the
+   * remote configuration may change it.
+   */
+  days: number | (() => number);
   backoff: { baseMs: number; capMs: number };
   random?: () => number;
 }
@@ -41,14 +44,16 @@ export interface SecretRotation {
 }
 
 export function createSecretRotation(options: SecretRotationOptions): SecretRotation {
-  const { credentials, api, clock, days } = options;
+  const { credentials, api, clock } = options;
+  const { days } = options;
+  const daysOf = typeof days === 'function' ? days : () => days;
   const random = options.random ?? Math.random;
   let failures = 0;
   let notBefore = 0;
   return {
     async check(): Promise<void> {
       const now = clock.now();
-      if (now < notBefore || rotationStep(credentials.identity(), days, now) === 'none') return;
+      if (now < notBefore || rotationStep(credentials.identity(), daysOf(), now) === 'none') return;
       try {
         await credentials.rotateSecret(api);
         failures = 0;

@@ -18,6 +18,8 @@ import type { AgentFatalError } from '../agent-errors.js';
 import { type Clock, iso, sleep, systemClock } from '../clock.js';
 import { bootEvent, newEventId } from '../core/device-events.js';
 import type { OutboxKind } from '../core/outbox-policy.js';
+import { configurationEvent, type RunningConfiguration } from '../core/remote-configuration.js';
+import { DEFAULT_SECRET_ROTATION_DAYS } from '../core/secret-rotation-policy.js';
 import type { DeviceInfo, Hal } from '../hal.js';
 import type { DeviceCredentials } from '../link/device-credentials.js';
 import { createHeartbeatLoop, type HeartbeatLoop } from '../link/heartbeat-loop.js';
@@ -31,6 +33,8 @@ import type { CommandExecutor } from './command-executor.js';
 import type { ControlLoop } from './control-loop.js';
 import { createFatalLatch } from './fatal-latch.js';
 import { routeHardwareEvents } from './hardware-events.js';
+import { createLiveConfiguration } from './live-configuration.js';
+import { createMaintenance, type Maintenance } from './maintenance.js';
 import { createPlatformLink } from './platform-link.js';
 import { startPlatformLoops } from './platform-loops.js';
 import { createPruner } from './pruning.js';
@@ -64,6 +68,11 @@ export interface AgentRuntimeOptions {
    * release layer (simulators/fleet/simulated-releases.ts) runs the same code as the release it switched to.
    */
   agentVersion?: string;
+  /**
+   * Stops the agent and exits with the launcher's restart code (run-command.ts), for the `reset` command (DESIGN.md
+   * §20); absent (an agent embedded in a test or the fleet simulator): resets are refused, saying so.
+   */
+  restart?: () => void;
 }
 
 export interface AgentRuntimeStats {
@@ -115,13 +124,23 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
 
   let halInfo = await deviceInfoOrClose(hal, store);
   const connectors = halInfo.connectors.map((c) => ({ ...c }));
-  recordStart(
+  const configuration = createLiveConfiguration({
     store,
-    connectors,
-    startedAt,
-    options.runConfig ?? { platformUrl: config.platformUrl, sn: config.sn },
+    fromFile: {
+      log_level: logger.level,
+      secret_rotation_days: config.secretRotationDays ?? DEFAULT_SECRET_ROTATION_DAYS,
+    },
+    tuned: {
+      pollWaitSeconds: tuning.pollWaitSeconds,
+      telemetryActiveMs: tuning.telemetry.activeMs,
+      telemetryIdleMs: tuning.telemetry.idleMs,
+    },
+  });
+  recordStart(store, connectors, startedAt, {
+    runConfig: options.runConfig ?? { platformUrl: config.platformUrl, sn: config.sn },
     agentVersion,
-  );
+    configuration: configuration.values(),
+  });
 
   let heartbeat: HeartbeatLoop | undefined;
   const { client, credentials, deviceApi, rotation } = createPlatformLink({
@@ -136,6 +155,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     deviceInfo: () => halInfo,
     skewMs: () => heartbeat?.skewMs() ?? 0,
     agentVersion,
+    secretRotationDays: configuration.secretRotationDays,
   });
   let registered = false;
   const api = () => (registered ? deviceApi : undefined);
@@ -152,6 +172,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     onFatal: fail,
   });
   let updates: UpdateRunner | undefined;
+  let maintenance: Maintenance | undefined;
   const { runner, controlLoop, executor, sampler } = createChargerControl({
     store,
     hal,
@@ -162,7 +183,11 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     uplink,
     skewMs: () => heartbeat?.skewMs() ?? 0,
     updates: () => updates,
-    onCommandReport: () => updates?.recheck(),
+    maintenance: () => maintenance,
+    onCommandReport: () => {
+      updates?.recheck();
+      maintenance?.recheck();
+    },
   });
   updates = wireUpdateRunner({
     dataDir: config.dataDir,
@@ -199,10 +224,27 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     },
   });
   heartbeat = heartbeatLoop;
+  const configurationTargets = { heartbeat: heartbeatLoop, sampler, logger };
+  configuration.apply(configurationTargets);
+  maintenance = createMaintenance({
+    store,
+    hal,
+    clock,
+    logger,
+    controlLoop,
+    runner,
+    configuration,
+    configurationTargets: () => configurationTargets,
+    drain: (ms) => uplink.drain(clock.now() + ms),
+    ...(options.restart ? { restart: options.restart } : {}),
+  });
+  const maintenanceRunner = maintenance;
   const route = routeHardwareEvents({ store, uplink, sampler, controlLoop, logger });
   const unsubscribe = hal.subscribe((event) => {
     route(event);
-    updateRunner.recheck(); // a connector's state may have changed: a waiting install looks again
+    // A connector's state may have changed: a waiting install or reset looks again.
+    updateRunner.recheck();
+    maintenanceRunner.recheck();
   });
 
   try {
@@ -242,6 +284,7 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
       logger,
       random,
       tuning,
+      pollWaitSeconds: configuration.pollWaitSeconds,
       fail,
       onRegistered: () => {
         registered = true;
@@ -313,18 +356,27 @@ async function deviceInfoOrClose(hal: Hal, store: AgentStore): Promise<DeviceInf
   }
 }
 
-/** What this start leaves in the store: the connectors, the process and its configuration, a boot event. */
+/**
+ * What this start leaves in the store: the connectors, the process and its configuration, a boot event and the
+ * report of the remote configuration it runs with (DESIGN.md §20).
+ */
 function recordStart(
   store: AgentStore,
   connectors: DeviceInfo['connectors'],
   startedAt: number,
-  runConfig: Record<string, unknown>,
-  agentVersion: string,
+  start: { runConfig: Record<string, unknown>; agentVersion: string; configuration: RunningConfiguration },
 ): void {
   store.saveConnectors(connectors);
   store.transaction(() => {
-    store.setState('agent_process', { pid: process.pid, startedAt: iso(startedAt), version: agentVersion });
-    store.setState('run_config', runConfig);
-    store.enqueueEvents([bootEvent(startedAt, newEventId(startedAt), agentVersion)]);
+    store.setState('agent_process', {
+      pid: process.pid,
+      startedAt: iso(startedAt),
+      version: start.agentVersion,
+    });
+    store.setState('run_config', start.runConfig);
+    store.enqueueEvents([
+      bootEvent(startedAt, newEventId(startedAt), start.agentVersion),
+      configurationEvent(start.configuration, startedAt, newEventId(startedAt)),
+    ]);
   });
 }

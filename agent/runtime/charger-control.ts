@@ -10,6 +10,7 @@ import type { Uplink } from '../link/uplink.js';
 import type { AgentStore } from '../store/agent-store.js';
 import { type CommandExecutor, createCommandExecutor, type UpdateTaker } from './command-executor.js';
 import { type ControlLoop, createControlLoop } from './control-loop.js';
+import type { Maintenance } from './maintenance.js';
 import { createSampler, type Sampler } from './sampler.js';
 import { createSerialRunner, type SerialRunner } from './serial-runner.js';
 import type { AgentTuning } from './tuning.js';
@@ -29,6 +30,8 @@ export interface ChargerControlOptions {
   updates?: () => UpdateTaker | undefined;
   /** A command reported something (a schedule may have changed: a waiting install looks again). */
   onCommandReport?: () => void;
+  /** Takes the remote-maintenance commands (bound once the heartbeat loop exists). */
+  maintenance?: () => Maintenance | undefined;
 }
 
 export interface ChargerControl {
@@ -66,6 +69,7 @@ export function createChargerControl(options: ChargerControlOptions): ChargerCon
       options.onCommandReport?.();
     },
     ...(options.updates ? { updates: options.updates } : {}),
+    ...(options.maintenance ? { maintenance: options.maintenance } : {}),
   });
   sampler = createSampler({
     store,

@@ -1,6 +1,7 @@
 /**
  * Carries out the platform's commands (DESIGN.md §5): `stop`, `start`, `discharge`, `set_schedule`,
- * `delete_schedule`, `set_power_limit`, `pause_charging`; `update` is handed to the update runner (§19).
+ * `delete_schedule`, `set_power_limit`, `pause_charging`; `update` is handed to the update runner (§19); `reset`,
+ * `set_availability`, `unlock_connector` and `set_configuration` to remote maintenance (§20, maintenance.ts).
  *
  * - De-duplicated by `command_id` through the store's journal, which survives restarts: delivery is at least
  *   once (heartbeat and long poll both deliver, and a command is redelivered until its report arrives).
@@ -18,7 +19,6 @@
  */
 import type { Logger } from 'pino';
 import type { CommandParamsOf } from '../../shared/commands.js';
-import type { ReportedCommandStatus } from '../../shared/device-api.js';
 import { REASON_MAX_LENGTH } from '../../shared/limits.js';
 import { replaceControlCharacters } from '../../shared/primitives.js';
 import type { CommandName } from '../../shared/resources.js';
@@ -31,10 +31,12 @@ import {
   overrideOf,
   overrideVerdict,
 } from '../core/command-effects.js';
+import type { CommandReport } from '../core/outbox-payloads.js';
 import type { ConnectorInfo, ConnectorReading, Hal } from '../hal.js';
 import type { CommandReceiver } from '../link/platform-answers.js';
 import type { AgentStore, JournalEntry } from '../store/agent-store.js';
 import type { ControlLoop } from './control-loop.js';
+import { isMaintenanceCommand, type Maintenance, outOfServiceRefusal } from './maintenance.js';
 import type { SerialRunner } from './serial-runner.js';
 
 /** Reasons travel to the platform: keep them within its limit, on one line (it refuses control characters). */
@@ -57,6 +59,8 @@ export interface CommandExecutorOptions {
   onReport?: () => void;
   /** Takes `update` commands (updates/update-runner.ts); absent: every update is rejected. */
   updates?: () => UpdateTaker | undefined;
+  /** Takes the remote-maintenance commands (maintenance.ts); absent: they are rejected. */
+  maintenance?: () => Maintenance | undefined;
 }
 
 /** The part of the update runner the executor hands `update` commands to. */
@@ -71,7 +75,7 @@ export interface CommandExecutor extends CommandReceiver {
   idle(): Promise<void>;
 }
 
-type Report = { status: ReportedCommandStatus; reason?: string };
+type Report = CommandReport;
 
 export function createCommandExecutor(options: CommandExecutorOptions): CommandExecutor {
   const { store, hal, controlLoop, runner, clock, logger } = options;
@@ -102,8 +106,15 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
 
   /** Refusals that depend on the hardware's state right now (checked before accepting). */
   async function hardwareRefusal(command: ParsedCommand): Promise<string | undefined> {
+    if (isMaintenanceCommand(command)) {
+      const maintenance = options.maintenance?.();
+      return maintenance ? maintenance.refusal(command) : 'this agent takes no maintenance commands';
+    }
     if (command.name !== 'start' && command.name !== 'discharge') return undefined;
-    return hardwareRefusalOf(command, await readingOf(command.params.connector_id));
+    return (
+      outOfServiceRefusal(store, command.params.connector_id) ??
+      hardwareRefusalOf(command, await readingOf(command.params.connector_id))
+    );
   }
 
   /** Stores the command's override, runs a control pass and reports the connector's outcome. */
@@ -166,6 +177,18 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
       case 'discharge': {
         if (!accepted) report(entry, accept);
         await applyOverride(entry, command, acceptedAt);
+        return;
+      }
+      case 'reset':
+      case 'set_availability':
+      case 'unlock_connector':
+      case 'set_configuration': {
+        const maintenance = options.maintenance?.();
+        if (maintenance)
+          await maintenance.execute(entry, command, accepted, (reports, also) =>
+            report(entry, reports, also),
+          );
+        else report(entry, [{ status: 'failed', reason: 'this agent takes no maintenance commands' }]);
         return;
       }
       case 'update': {

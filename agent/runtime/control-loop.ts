@@ -16,6 +16,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../clock.js';
+import { type Availability, availabilityAfterVehicleLeft } from '../core/availability.js';
 import {
   type AppliedState,
   type ConnectorTarget,
@@ -93,6 +94,15 @@ export function createControlLoop(options: ControlLoopOptions): ControlLoop {
   let running = false;
   let readFailureLogged = false;
 
+  /** A connector waiting for its vehicle to leave before going out of service: it has left. */
+  function settleOutOfService(availability: Availability, connectorId: number): Availability {
+    const next = availabilityAfterVehicleLeft(availability, connectorId);
+    if (!next) return availability;
+    store.setState('availability', next);
+    logger.info({ connector_id: connectorId }, 'vehicle left: connector now out of service');
+    return next;
+  }
+
   function schedule(now: number): void {
     if (timer !== undefined) clock.clearTimeout(timer);
     timer = undefined;
@@ -134,6 +144,7 @@ export function createControlLoop(options: ControlLoopOptions): ControlLoop {
     const overrides = store.listOverrides();
     const readings = await readAll();
     const outcomes = new Map<number, ConnectorOutcome>();
+    let availability = store.getState('availability') ?? {};
 
     for (const connector of options.connectors()) {
       const id = connector.connectorId;
@@ -148,11 +159,14 @@ export function createControlLoop(options: ControlLoopOptions): ControlLoop {
         );
         override = undefined;
       }
+      if (reading && !reading.vehiclePresent) availability = settleOutOfService(availability, id);
+      const outOfService = availability[String(id)];
       const target = decideConnector({
         connector,
         schedules: schedulesByConnector.get(id) ?? [],
         limits,
         ...(override ? { override } : {}),
+        ...(outOfService ? { outOfService } : {}),
         ...(reading ? { reading } : {}),
         now,
       });
@@ -237,6 +251,7 @@ export function createControlLoop(options: ControlLoopOptions): ControlLoop {
               'vehicle left: command override ended',
             );
           }
+          settleOutOfService(store.getState('availability') ?? {}, connectorId);
           if (running) await applyNow();
         })
         .catch((error: unknown) => {

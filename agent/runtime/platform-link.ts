@@ -7,7 +7,6 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { RegisterRequest } from '../../shared/device-api.js';
 import type { Clock } from '../clock.js';
-import { DEFAULT_SECRET_ROTATION_DAYS } from '../core/secret-rotation-policy.js';
 import type { ConnectorInfo, DeviceInfo } from '../hal.js';
 import { createDeviceCredentials, type DeviceCredentials } from '../link/device-credentials.js';
 import { createPlatformClient, type DeviceApi, type PlatformClient } from '../link/platform-client.js';
@@ -31,6 +30,8 @@ export interface PlatformLinkOptions {
   skewMs: () => number;
   /** The version this start runs as (AGENT_VERSION unless a simulated release layer runs another). */
   agentVersion: string;
+  /** Days between secret rotations as the remote configuration has it now (DESIGN.md §20). */
+  secretRotationDays: () => number;
 }
 
 export interface PlatformLink {
@@ -74,7 +75,7 @@ export function createPlatformLink(options: PlatformLinkOptions): PlatformLink {
     credentials,
     api: deviceApi,
     clock,
-    days: config.secretRotationDays ?? DEFAULT_SECRET_ROTATION_DAYS,
+    days: options.secretRotationDays,
     backoff: tuning.backoff,
     random,
   });

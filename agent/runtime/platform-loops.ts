@@ -26,6 +26,8 @@ export interface PlatformLoopsOptions {
   logger: Logger;
   random: () => number;
   tuning: AgentTuning;
+  /** Seconds each long poll waits, as the remote configuration has it now. */
+  pollWaitSeconds: () => number;
   fail: (error: AgentFatalError) => void;
   /** Called once the identity is ready, before the loops start. */
   onRegistered: () => void;
@@ -62,7 +64,7 @@ export function startPlatformLoops(options: PlatformLoopsOptions, signal: AbortS
               clock,
               logger,
               executor,
-              waitSeconds: tuning.pollWaitSeconds,
+              waitSeconds: options.pollWaitSeconds,
               random,
               onServerTime: (serverTime, receivedAt) => heartbeat.observeServerTime(serverTime, receivedAt),
               // Commands should not wait long after the platform returns: cap the poll's backoff at a minute.

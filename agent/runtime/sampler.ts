@@ -71,12 +71,14 @@ export interface Sampler {
   /** The control loop's target changed: record it with the next write. */
   markDirty(connectorId: number): void;
   latest(): ReadonlyMap<number, ConnectorReading>;
+  /** A new telemetry cadence (remote configuration); the sampling tick follows the active interval. */
+  setIntervals(intervals: TelemetryIntervals): void;
 }
 
 export function createSampler(options: SamplerOptions): Sampler {
   const { store, hal, clock, logger, uplink } = options;
-  const intervals = options.intervals ?? DEFAULT_TELEMETRY_INTERVALS;
-  const tickMs = options.tickMs ?? intervals.activeMs;
+  let intervals = options.intervals ?? DEFAULT_TELEMETRY_INTERVALS;
+  let tickMs = options.tickMs ?? intervals.activeMs;
   const persistEveryMs = options.persistEveryMs ?? PERSIST_INTERVAL_MS;
   const recordIdOf = options.recordId ?? ((c: number, at: number) => newRecordId(c, at));
   const runner = createSerialRunner();
@@ -269,6 +271,11 @@ export function createSampler(options: SamplerOptions): Sampler {
       return runner.idle();
     },
     persist: () => persist(),
+    setIntervals(next) {
+      intervals = next;
+      tickMs = next.activeMs;
+      rearm(); // the next sample comes at the new cadence from now, not after the old one's wait
+    },
     markDirty(connectorId) {
       dirty.add(connectorId);
     },

@@ -3,6 +3,8 @@
  * clock skew, the last error, its configuration), for the technician's `status` and `diag`. Values are JSON.
  */
 import type Database from 'better-sqlite3';
+import type { ConfigurationChange } from '../../shared/configuration.js';
+import type { Availability } from '../core/availability.js';
 
 type Db = Database.Database;
 
@@ -19,6 +21,10 @@ export interface AgentStateValues {
   last_error: { at: string; where: string; message: string };
   run_config: Record<string, unknown>;
   agent_process: { pid: number; startedAt: string; version: string; stoppedAt?: string };
+  /** Connectors the operator took out of service (DESIGN.md §20); absent: all in service. */
+  availability: Availability;
+  /** The configuration values the operator set remotely (DESIGN.md §20); they win over the config file. */
+  configuration: ConfigurationChange;
 }
 export type AgentStateKey = keyof AgentStateValues;
 

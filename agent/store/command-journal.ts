@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { ReportedCommandStatus } from '../../shared/device-api.js';
-import { commandStatusItems } from '../core/outbox-payloads.js';
+import { type CommandReport, commandStatusItems } from '../core/outbox-payloads.js';
 import type { Outbox } from './outbox.js';
 
 type Db = Database.Database;
@@ -40,7 +40,7 @@ export interface CommandJournal {
    */
   recordCommandStatus(
     commandId: string,
-    reports: ReadonlyArray<{ status: ReportedCommandStatus; reason?: string }>,
+    reports: readonly CommandReport[],
     at: string,
     also?: () => void,
   ): void;

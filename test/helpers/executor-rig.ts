@@ -3,6 +3,8 @@ import type { ConnectorInfo } from '../../agent/hal.js';
 import type { IncomingCommand } from '../../agent/link/platform-answers.js';
 import { type CommandExecutor, createCommandExecutor } from '../../agent/runtime/command-executor.js';
 import { type ControlLoop, createControlLoop } from '../../agent/runtime/control-loop.js';
+import { createLiveConfiguration, type LiveConfiguration } from '../../agent/runtime/live-configuration.js';
+import { createMaintenance } from '../../agent/runtime/maintenance.js';
 import { createSerialRunner } from '../../agent/runtime/serial-runner.js';
 import { type AgentStore, openAgentStore } from '../../agent/store/agent-store.js';
 import { createUpdateRunner } from '../../agent/updates/update-runner.js';
@@ -26,11 +28,33 @@ export interface Rig {
   hal: SimulatedHal;
   loop: ControlLoop;
   executor: CommandExecutor;
-  reports: () => Array<{ command_id: string; status: string; reason?: string }>;
+  reports: () => Array<{
+    command_id: string;
+    status: string;
+    reason?: string;
+    result?: Record<string, unknown>;
+  }>;
   run(...commands: IncomingCommand[]): Promise<void>;
+  /** With `maintenance`: the live configuration, what it set on its targets, and the restarts asked for. */
+  configuration?: LiveConfiguration;
+  applied: { heartbeatMs: number[]; intervals: Array<{ activeMs: number; idleMs: number }> };
+  restarts: number;
+  recheck(): void;
+}
+
+export interface RigOptions {
+  hal?: SimulatedHal;
+  withUpdates?: boolean;
+  /** Remote maintenance (agent/runtime/maintenance.ts); `restart: false` leaves the agent without one. */
+  maintenance?: { restart?: boolean };
 }
 
 export function rig(dir: string, hal?: SimulatedHal, withUpdates = false): Rig {
+  return rigWith(dir, { ...(hal ? { hal } : {}), withUpdates });
+}
+
+export function rigWith(dir: string, options: RigOptions): Rig {
+  const { hal, withUpdates = false } = options;
   const store = openAgentStore(dir);
   const simulated =
     hal ??
@@ -69,6 +93,40 @@ export function rig(dir: string, hal?: SimulatedHal, withUpdates = false): Rig {
         runningVersion: '0.1.0',
       })
     : undefined;
+  const applied: Rig['applied'] = { heartbeatMs: [], intervals: [] };
+  let restarts = 0;
+  const configuration = options.maintenance
+    ? createLiveConfiguration({
+        store,
+        fromFile: { log_level: 'info' },
+        tuned: { pollWaitSeconds: 25, telemetryActiveMs: 5_000, telemetryIdleMs: 60_000 },
+      })
+    : undefined;
+  const maintenance =
+    options.maintenance && configuration
+      ? createMaintenance({
+          store,
+          hal: simulated,
+          clock: systemClock,
+          logger,
+          controlLoop: loop,
+          runner,
+          configuration,
+          configurationTargets: () => ({
+            heartbeat: { setIntervalMs: (ms) => applied.heartbeatMs.push(ms) },
+            sampler: { setIntervals: (i) => applied.intervals.push(i) },
+            logger,
+          }),
+          drain: async () => undefined,
+          ...(options.maintenance.restart !== false
+            ? {
+                restart: () => {
+                  restarts += 1;
+                },
+              }
+            : {}),
+        })
+      : undefined;
   const executor = createCommandExecutor({
     store,
     hal: simulated,
@@ -78,16 +136,31 @@ export function rig(dir: string, hal?: SimulatedHal, withUpdates = false): Rig {
     logger,
     connectors: () => connectors,
     ...(updates ? { updates: () => updates } : {}),
+    ...(maintenance ? { maintenance: () => maintenance, onReport: () => maintenance.recheck() } : {}),
   });
   return {
     store,
     hal: simulated,
     loop,
     executor,
+    ...(configuration ? { configuration } : {}),
+    applied,
+    get restarts() {
+      return restarts;
+    },
+    recheck: () => maintenance?.recheck(),
     reports: () =>
       store.outbox
         .peek(1000, 'command_status')
-        .map((i) => i.payload as { command_id: string; status: string; reason?: string }),
+        .map(
+          (i) =>
+            i.payload as {
+              command_id: string;
+              status: string;
+              reason?: string;
+              result?: Record<string, unknown>;
+            },
+        ),
     async run(...commands) {
       executor.receive(commands);
       await executor.idle();
