@@ -150,17 +150,15 @@ export function rigWith(dir: string, options: RigOptions): Rig {
     },
     recheck: () => maintenance?.recheck(),
     reports: () =>
-      store.outbox
-        .peek(1000, 'command_status')
-        .map(
-          (i) =>
-            i.payload as {
-              command_id: string;
-              status: string;
-              reason?: string;
-              result?: Record<string, unknown>;
-            },
-        ),
+      store.outbox.peek(1000, 'command_status').map(
+        (i) =>
+          i.payload as {
+            command_id: string;
+            status: string;
+            reason?: string;
+            result?: Record<string, unknown>;
+          },
+      ),
     async run(...commands) {
       executor.receive(commands);
       await executor.idle();
