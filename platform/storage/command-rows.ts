@@ -19,6 +19,7 @@ export function queuedCommandRow(c: NewCommand, nowMs: number): CommandRow {
     control_id: c.control_id ?? null,
     client_id: c.client_id ?? null,
     reason: null,
+    result: null,
   };
 }
 

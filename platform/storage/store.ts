@@ -13,7 +13,8 @@ import type {
 import type { EnergyBucket } from '../domain/energy.js';
 import type { ArtifactRepository } from './artifact-repository.js';
 import type { ClientRepository } from './client-repository.js';
-import type { CommandRow, NewCommand } from './command-types.js';
+import type { AvailabilityOf, CommandRow, NewCommand } from './command-types.js';
+import type { ConfigurationRepository } from './configuration-repository.js';
 import type { DeviceRepository, DeviceVersions } from './device-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
 import type { ClientEntry, DeviceEntry } from './directory-rows.js';
@@ -39,6 +40,8 @@ export type ConnectorRow = StoredMeasurements & {
   connector_id: number;
   max_power_kw: number | null;
   v2g_capable: boolean;
+  /** False while an operator has taken the connector out of service (DESIGN.md §20). */
+  available: boolean;
   state: string | null;
   last_telemetry_ms: number | null;
 };
@@ -71,6 +74,12 @@ export interface CommandHistoryRow {
 export interface CommandWithHistory {
   command: CommandRow;
   history: CommandHistoryRow[];
+}
+/** A charger's report about one of its commands. */
+export interface StatusReport {
+  status: 'accepted' | 'rejected' | 'succeeded' | 'failed';
+  reason?: string | undefined;
+  result?: Record<string, unknown> | undefined;
 }
 export type StatusReportOutcome =
   | { outcome: 'not_found' }
@@ -183,11 +192,17 @@ export interface CommandRepository {
    * descending (byte-wise), so that pages do not shift between equal times. `status` keeps only that status.
    */
   listDeviceCommands(deviceId: string, query: DeviceCommandsQuery): Promise<Page<CommandWithHistory>>;
+  /**
+   * Moves the command forward to the reported status (domain/command-lifecycle.ts), keeping the report's `result`
+   * when it carries one; when it moved, sets the connector's availability `availabilityOf` answers for it, in the
+   * same transaction.
+   */
   reportCommandStatus(
     deviceId: string,
     commandId: string,
-    report: { status: 'accepted' | 'rejected' | 'succeeded' | 'failed'; reason?: string | undefined },
+    report: StatusReport,
     nowMs: number,
+    availabilityOf?: AvailabilityOf,
   ): Promise<StatusReportOutcome>;
   /** `queued` → `cancelled`; anything else is a conflict. */
   cancelCommand(commandId: string, nowMs: number): Promise<CommandRow | 'not_found' | 'conflict'>;
@@ -273,7 +288,13 @@ export type {
   ClientSummary,
   StoredClientRotation,
 } from './client-repository.js';
-export type { CommandRow, NewCommand } from './command-types.js';
+export type {
+  AvailabilityOf,
+  CommandRow,
+  ConnectorAvailability,
+  NewCommand,
+} from './command-types.js';
+export type { ConfigurationRepository, StoredConfiguration } from './configuration-repository.js';
 export type {
   DeviceRepository,
   DeviceRow,
@@ -341,6 +362,7 @@ export type Store = OperatorDirectory &
   ChargingRecordRepository &
   EnergyRepository &
   DeviceHistoryRepository &
+  ConfigurationRepository &
   WebhookRepository &
   EnrolmentRepository &
   ArtifactRepository &

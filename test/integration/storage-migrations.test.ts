@@ -119,3 +119,52 @@ describe('upgrading a schema-10 database', () => {
     }
   });
 });
+
+/** A deployment from before remote maintenance (schema 12, DESIGN.md §20) keeps its commands and connectors. */
+describe('upgrading a schema-12 database', () => {
+  it('reads its commands with no result and its connectors in service, and takes both after', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cp-migrate-'));
+    dirs.push(dir);
+    const T = Date.UTC(2026, 4, 1, 10);
+    loadOrCreatePlatformKeys(dir);
+    {
+      const db = new Database(join(dir, DATABASE_FILE));
+      for (const m of MIGRATIONS.slice(0, 12)) db.exec(m);
+      db.pragma('user_version = 12');
+      db.prepare("INSERT INTO operators VALUES ('op_a', 'A', 0)").run();
+      db.prepare("INSERT INTO sites VALUES ('site_a', 'op_a', 'a', 'UTC', 0)").run();
+      db.prepare(
+        "INSERT INTO devices (device_id, sn, site_id, registered_ms) VALUES ('dev_a', 'SN-A', 'site_a', 0)",
+      ).run();
+      db.prepare(
+        "INSERT INTO connectors (device_id, connector_id, max_power_kw, state) VALUES ('dev_a', 1, 11, 'idle')",
+      ).run();
+      db.prepare(
+        `INSERT INTO commands (command_id, device_id, command, params, status, expiry_ms, created_ms, updated_ms)
+         VALUES ('cmd_old', 'dev_a', 'stop', '{"connector_id":1}', 'delivered', ?, ?, ?)`,
+      ).run(T + 600_000, T, T);
+      db.close();
+    }
+    const store = createSqliteStore(dir);
+    try {
+      expect(await store.getConnector('dev_a', 1)).toMatchObject({ state: 'idle', available: true });
+      expect((await store.getCommand('cmd_old'))?.command).toMatchObject({
+        status: 'delivered',
+        result: null,
+      });
+      const moved = await store.reportCommandStatus(
+        'dev_a',
+        'cmd_old',
+        { status: 'succeeded', result: { stopped: true } },
+        T + 1,
+      );
+      expect(moved).toMatchObject({ outcome: 'ok', changed: true, command: { result: { stopped: true } } });
+      expect(await store.getConfiguration('dev_a')).toBeUndefined();
+      expect(
+        await store.recordConfiguration('dev_a', { values: { log_level: 'info' }, reported_at_ms: T }),
+      ).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -45,6 +45,7 @@ describe.each(BACKENDS)('command and history repositories on %s', (backend) => {
         control_id: 'ctl_x',
         client_id: 'cli_y',
         reason: null,
+        result: null,
       });
       const stored = await store.getCommand(b?.command_id ?? '');
       expect(stored?.command).toEqual(b);

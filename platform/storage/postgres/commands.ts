@@ -31,6 +31,7 @@ function toCommand(r: RawCommand): CommandRow {
     control_id: r.control_id,
     client_id: r.client_id,
     reason: r.reason,
+    result: r.result,
   };
 }
 
@@ -155,7 +156,7 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
          SELECT locked.command_id, locked.device_id, locked.command, locked.params,
            COALESCE(d.status, locked.status) AS status, locked.expiry_ms, locked.created_ms,
            COALESCE(d.updated_ms, locked.updated_ms) AS updated_ms, locked.control_id, locked.client_id,
-           locked.reason, d.command_id IS NOT NULL AS delivered_now
+           locked.reason, locked.result, d.command_id IS NOT NULL AS delivered_now
          FROM locked LEFT JOIN delivered d USING (command_id)
          ORDER BY locked.created_ms, locked.command_id ${C}`,
         [deviceId, nowMs],
@@ -220,7 +221,7 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
       const history = raw.history.map((h) => ({ status: h.status, at_ms: h.at_ms, reason: h.reason }));
       return { command: toCommand(raw), history };
     },
-    async reportCommandStatus(deviceId, commandId, report, nowMs) {
+    async reportCommandStatus(deviceId, commandId, report, nowMs, availabilityOf) {
       return db.tx(async (sql): Promise<StatusReportOutcome> => {
         const [raw] = await sql.query<RawCommand>('SELECT * FROM commands WHERE command_id = $1 FOR UPDATE', [
           commandId,
@@ -230,13 +231,23 @@ export function createPgCommands(db: PgDatabase): CommandRepository {
         if (decision.kind === 'conflict') return { outcome: 'conflict', status: decision.status };
         if (decision.kind === 'unchanged') return { outcome: 'ok', command: toCommand(raw), changed: false };
         const reason = report.reason ?? null;
-        await setStatus(sql, commandId, report.status, reason, nowMs);
+        const result = report.result ?? null;
+        await setStatus(sql, commandId, report.status, reason, nowMs, result);
         const command = toCommand({
           ...raw,
           status: report.status,
           updated_ms: nowMs,
           reason: reason ?? raw.reason,
+          result: result ?? raw.result,
         });
+        const availability = availabilityOf?.(command);
+        if (availability) {
+          await sql.query(
+            `INSERT INTO connectors (device_id, connector_id, available) VALUES ($1, $2, $3)
+             ON CONFLICT (device_id, connector_id) DO UPDATE SET available = excluded.available`,
+            [deviceId, availability.connector_id, availability.available],
+          );
+        }
         return { outcome: 'ok', command, changed: true };
       });
     },
@@ -350,15 +361,26 @@ function byCreation(a: CommandRow, b: CommandRow): number {
   return a.command_id < b.command_id ? -1 : a.command_id > b.command_id ? 1 : 0;
 }
 
-/** Sets a locked command's status (keeping its reason when none is given) and records the change. */
-async function setStatus(sql: Sql, commandId: string, status: string, reason: string | null, nowMs: number) {
+/**
+ * Sets a locked command's status (keeping its reason, and its result, when none is given) and records the
+ * change.
+ */
+async function setStatus(
+  sql: Sql,
+  commandId: string,
+  status: string,
+  reason: string | null,
+  nowMs: number,
+  result: Record<string, unknown> | null = null,
+) {
   await sql.query(
     `WITH changed AS (
-       UPDATE commands SET status = $2, reason = COALESCE($3, reason), updated_ms = $4::bigint
+       UPDATE commands SET status = $2, reason = COALESCE($3, reason), updated_ms = $4::bigint,
+         result = COALESCE($5::jsonb, result)
        WHERE command_id = $1 RETURNING command_id
      )
      INSERT INTO command_history (command_id, status, at_ms, reason)
      SELECT command_id, $2, $4::bigint, $3 FROM changed`,
-    [commandId, status, reason, nowMs],
+    [commandId, status, reason, nowMs, result === null ? null : JSON.stringify(result)],
   );
 }

@@ -5,7 +5,7 @@ import type { PgDatabase } from './database.js';
 
 const COMMAND_COLUMNS =
   'c.command_id, c.device_id, c.command, c.params, c.status, c.expiry_ms, c.created_ms, c.updated_ms, ' +
-  'c.control_id, c.client_id, c.reason';
+  'c.control_id, c.client_id, c.reason, c.result';
 
 /**
  * A device's commands, newest first, for the operator (GET /v1/operator/devices/{device_id}/commands): one range

@@ -362,4 +362,15 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX firmware_status_by_update ON firmware_status(update_id, device_id, ts_ms) WHERE update_id IS NOT NULL;
   ALTER TABLE artifacts ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 1048576;
   `,
+  // 10: remote maintenance (DESIGN.md §20), as SQLite's migration 13: a command's reported result, each
+  // connector's availability, each charger's configuration as it last reported it.
+  `
+  ALTER TABLE commands ADD COLUMN result JSONB;
+  ALTER TABLE connectors ADD COLUMN available BOOLEAN NOT NULL DEFAULT true;
+  CREATE TABLE device_configurations (
+    device_id TEXT PRIMARY KEY REFERENCES devices(device_id),
+    reported_values JSONB NOT NULL,
+    reported_at_ms BIGINT NOT NULL
+  );
+  `,
 ];

@@ -4,6 +4,7 @@ import { DEFAULT_RETENTION, type RetentionPolicy } from '../retention-policy.js'
 import { createPgArtifacts } from './artifacts.js';
 import { createPgChargingRecords } from './charging-records.js';
 import { createPgCommands } from './commands.js';
+import { createPgConfigurations } from './configurations.js';
 import { DIRECTORY_CHANNEL, openPgDatabase, type PgDatabase } from './database.js';
 import { createPgDeviceHistory } from './device-history.js';
 import { createPgDeviceSecrets } from './device-secrets.js';
@@ -64,6 +65,7 @@ export async function openPostgresBackend(
   const telemetry = createPgTelemetry(db, partitions);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);
+  const configurations = createPgConfigurations(db);
   const webhooks = createPgWebhooks(db);
   const enrolments = createPgEnrolments(db, now);
   const artifacts = createPgArtifacts(db);
@@ -82,6 +84,7 @@ export async function openPostgresBackend(
     ...telemetry,
     ...commands,
     ...history,
+    ...configurations,
     ...webhooks,
     ...enrolments,
     ...artifacts,

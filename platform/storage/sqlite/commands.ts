@@ -63,6 +63,16 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
     setCommandStatus: db.prepare(
       'UPDATE commands SET status = ?, reason = COALESCE(?, reason), updated_ms = ? WHERE command_id = ?',
     ),
+    // A report without a result keeps the one an earlier report stored.
+    reportStatus: db.prepare(
+      `UPDATE commands SET status = ?, reason = COALESCE(?, reason), result = COALESCE(?, result), updated_ms = ?
+       WHERE command_id = ?`,
+    ),
+    // A connector still only in the live state (learned from telemetry, not written out yet) gets its row here.
+    setAvailable: db.prepare(
+      `INSERT INTO connectors (device_id, connector_id, available) VALUES (?, ?, ?)
+       ON CONFLICT (device_id, connector_id) DO UPDATE SET available = excluded.available`,
+    ),
     expiring: db.prepare(`SELECT * FROM commands WHERE status IN ('queued', 'delivered') AND expiry_ms <= ?`),
     commandsByStatus: db.prepare('SELECT status, COUNT(*) AS n FROM commands GROUP BY status'),
     getControl: db.prepare('SELECT * FROM controls WHERE control_id = ?'),
@@ -183,7 +193,7 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
       if (!raw) return undefined;
       return { command: toCommand(raw), history: stmt.commandHistory.all(commandId) as CommandHistoryRow[] };
     },
-    async reportCommandStatus(deviceId, commandId, report, nowMs) {
+    async reportCommandStatus(deviceId, commandId, report, nowMs, availabilityOf) {
       return db
         .transaction((): StatusReportOutcome => {
           const raw = stmt.getCommand.get(commandId) as RawCommand | undefined;
@@ -192,18 +202,20 @@ export function createSqliteCommands(db: Database.Database, reader: SqlReader): 
           if (decision.kind === 'conflict') return { outcome: 'conflict', status: decision.status };
           if (decision.kind === 'unchanged')
             return { outcome: 'ok', command: toCommand(raw), changed: false };
-          stmt.setCommandStatus.run(report.status, report.reason ?? null, nowMs, commandId);
+          const result = report.result === undefined ? null : JSON.stringify(report.result);
+          stmt.reportStatus.run(report.status, report.reason ?? null, result, nowMs, commandId);
           stmt.insertHistory.run(commandId, report.status, nowMs, report.reason ?? null);
-          return {
-            outcome: 'ok',
-            command: toCommand({
-              ...raw,
-              status: report.status,
-              updated_ms: nowMs,
-              reason: report.reason ?? raw.reason,
-            }),
-            changed: true,
-          };
+          const command = toCommand({
+            ...raw,
+            status: report.status,
+            updated_ms: nowMs,
+            reason: report.reason ?? raw.reason,
+            result: result ?? raw.result,
+          });
+          const availability = availabilityOf?.(command);
+          if (availability)
+            stmt.setAvailable.run(deviceId, availability.connector_id, availability.available ? 1 : 0);
+          return { outcome: 'ok', command, changed: true };
         })
         .immediate();
     },

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { FOUNDATION_MIGRATIONS } from './migrations-foundation.js';
+import { MAINTENANCE_MIGRATIONS } from './migrations-maintenance.js';
 import { UPDATE_MIGRATIONS } from './migrations-over-the-air.js';
 
 /**
@@ -7,7 +8,11 @@ import { UPDATE_MIGRATIONS } from './migrations-over-the-air.js';
  * milliseconds (INTEGER) so that ordering and range filters are exact. Kept in files by era, each under the
  * size a reader takes in at once.
  */
-export const MIGRATIONS: readonly string[] = [...FOUNDATION_MIGRATIONS, ...UPDATE_MIGRATIONS];
+export const MIGRATIONS: readonly string[] = [
+  ...FOUNDATION_MIGRATIONS,
+  ...UPDATE_MIGRATIONS,
+  ...MAINTENANCE_MIGRATIONS,
+];
 
 export function migrate(db: Database.Database): number {
   const current = db.pragma('user_version', { simple: true }) as number;

@@ -11,8 +11,9 @@ import type { CommandRow, ConnectorRow, ControlRow, DeviceRow, StoredMeasurement
 export interface RawDevice extends Omit<DeviceRow, 'registered'> {
   registered: number;
 }
-export interface RawConnector extends Omit<ConnectorRow, 'v2g_capable'> {
+export interface RawConnector extends Omit<ConnectorRow, 'v2g_capable' | 'available'> {
   v2g_capable: number;
+  available: number;
 }
 export interface RawCommand {
   reason: string | null;
@@ -26,6 +27,7 @@ export interface RawCommand {
   updated_ms: number;
   control_id: string | null;
   client_id: string | null;
+  result: string | null;
 }
 
 export const DIRECTORY_DEVICE_SQL = `SELECT d.device_id, d.secret_gen, d.secret_sealed, d.pending_since_ms,
@@ -41,10 +43,14 @@ export function toDevice(raw: RawDevice): DeviceRow {
   return { ...raw, registered: raw.registered === 1 };
 }
 export function toConnector(raw: RawConnector): ConnectorRow {
-  return { ...raw, v2g_capable: raw.v2g_capable === 1 };
+  return { ...raw, v2g_capable: raw.v2g_capable === 1, available: raw.available === 1 };
 }
 export function toCommand(raw: RawCommand): CommandRow {
-  return { ...raw, params: JSON.parse(raw.params) as Record<string, unknown> };
+  return {
+    ...raw,
+    params: JSON.parse(raw.params) as Record<string, unknown>,
+    result: raw.result === null ? null : (JSON.parse(raw.result) as Record<string, unknown>),
+  };
 }
 export interface RawControl {
   control_id: string;

@@ -7,6 +7,7 @@ import { createSqliteArtifacts } from './artifacts.js';
 import { createSqliteChargingRecords } from './charging-records.js';
 import { startCheckpointer } from './checkpointer.js';
 import { createSqliteCommands } from './commands.js';
+import { createSqliteConfigurations } from './configurations.js';
 import { DATABASE_FILE, openDatabase, placeholders, statementCache } from './database.js';
 import { createSqliteDeviceHistory } from './device-history.js';
 import { createSqliteDeviceSecrets } from './device-secrets.js';
@@ -76,6 +77,7 @@ export function openSqliteBackend(
   const { inTransaction, ...commands } = createSqliteCommands(db, reader);
   const updates = createSqliteUpdates({ db, prepared, commands: inTransaction });
   const history = createSqliteDeviceHistory(db);
+  const configurations = createSqliteConfigurations(db);
   const webhooks = createSqliteWebhooks(db);
   const enrolments = createSqliteEnrolments(db, now);
   const artifacts = createSqliteArtifacts({ db, prepared, reader, write: (run) => batcher.write(run) });
@@ -100,6 +102,7 @@ export function openSqliteBackend(
     ...telemetry.telemetry,
     ...commands,
     ...history,
+    ...configurations,
     ...webhooks,
     ...enrolments,
     ...artifacts,

@@ -172,12 +172,13 @@ export function createSqliteTelemetry(
           // A record that arrived late (an outbox replayed after an outage) is older than what was written out.
           if (row.last_telemetry_ms === null || row.last_telemetry_ms <= l.ts_ms) Object.assign(row, state);
         } else {
-          // Learned from telemetry and not written yet: not V2G-capable until declared.
+          // Learned from telemetry and not written yet: not V2G-capable until declared, in service.
           out.push({
             device_id: deviceId,
             connector_id: l.connector_id,
             max_power_kw: null,
             v2g_capable: false,
+            available: true,
             ...state,
           });
           added = true;
