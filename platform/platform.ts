@@ -27,6 +27,7 @@ import { createControlService } from './services/control-service.js';
 import { createDeviceReportingService } from './services/device-reporting-service.js';
 import { createDeviceSecretService } from './services/device-secret-service.js';
 import { createLiveness } from './services/liveness.js';
+import { createMaintenanceService } from './services/maintenance-service.js';
 import { createOperatorCommandService } from './services/operator-command-service.js';
 import { createOperatorReadService } from './services/operator-read-service.js';
 import { bothEvents } from './services/platform-events.js';
@@ -316,6 +317,7 @@ function createContext(
     }),
     reads: createOperatorReadService({ store, tenancy, liveness, now }),
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
+    maintenance: createMaintenanceService({ store, tenancy, commands, now }),
     controls: createControlService({ store, commands, tenancy, now, webhooks }),
     artifacts: createArtifactService({
       store,

@@ -9,6 +9,7 @@ import type { ControlService } from '../services/control-service.js';
 import type { DeviceReportingService } from '../services/device-reporting-service.js';
 import type { DeviceSecretService } from '../services/device-secret-service.js';
 import type { Liveness } from '../services/liveness.js';
+import type { MaintenanceService } from '../services/maintenance-service.js';
 import type { OperatorCommandService } from '../services/operator-command-service.js';
 import type { OperatorReadService } from '../services/operator-read-service.js';
 import type { PlatformEvents } from '../services/platform-events.js';
@@ -55,6 +56,8 @@ export interface PlatformContext {
   reads: OperatorReadService;
   /** Commands an operator sends to one connector, and following or cancelling them. */
   operatorCommands: OperatorCommandService;
+  /** Remote maintenance of one charger: reset, availability, unlock, configuration (DESIGN.md §20). */
+  maintenance: MaintenanceService;
   /** Load-flexibility controls. */
   controls: ControlService;
   /** Update artifacts: an operator's signed files, stored in chunks (DESIGN.md §19). */

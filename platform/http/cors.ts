@@ -13,7 +13,7 @@ import { ErrorCode, type ErrorResponse } from '../../shared/index.js';
  *   also while CORS is off (`http-errors.ts`), rather than a 404 that would send the integrator looking for a
  *   wrong path; the browser then refuses the request it wanted to send.
  */
-export const CORS_ALLOW_METHODS = 'GET, POST, PATCH, DELETE';
+export const CORS_ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE';
 export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Signature, X-Timestamp, X-Request-Id';
 export const CORS_EXPOSE_HEADERS = 'RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, X-API-Version';
 export const CORS_MAX_AGE_SECONDS = 600;

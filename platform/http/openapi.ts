@@ -62,8 +62,8 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /**
  * Every status a table route can answer, derived from its declaration (plus its own `errors`): 400 for any
  * input to validate (and a URL or body to parse), 401/403 for authenticated and scoped routes, 404 for a path
- * naming a resource, 413/415 where Fastify reads a body (POST, PATCH, DELETE, whatever the route expects), 429 for
- * a rate class, and 500 and 503 everywhere (every route reads or writes storage).
+ * naming a resource, 413/415 where Fastify reads a body (POST, PUT, PATCH, DELETE, whatever the route expects),
+ * 429 for a rate class, and 500 and 503 everywhere (every route reads or writes storage).
  */
 export function statusesOf(r: AnyRoute): number[] {
   const statuses = new Set<number>([200, 500, 503, ...(r.errors ?? [])]);

@@ -35,7 +35,7 @@ export interface RouteSpec<
   P extends Schema | undefined = Schema | undefined,
   R extends Schema = Schema,
 > {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Fastify syntax: `/v1/operator/devices/:device_id`. */
   url: string;
   summary: string;

@@ -1,4 +1,5 @@
 import type { DeviceCommandsQuery } from '../../shared/index.js';
+import { availabilityAfter } from '../domain/maintenance.js';
 import type {
   BatchCommand,
   CommandRow,
@@ -7,6 +8,7 @@ import type {
   NewCommand,
   Page,
   ScheduleRow,
+  StatusReport,
   StatusReportOutcome,
   Store,
 } from '../storage/store.js';
@@ -96,13 +98,17 @@ export function createCommandService(deps: CommandServiceDeps) {
       if (outcome) changed(outcome.cancelled, nowMs);
       return outcome !== undefined;
     },
+    /**
+     * A charger's report: it moves the command forward (keeping its `result`), and a `set_availability` that
+     * succeeded sets its connector's availability in the same step (domain/maintenance.ts).
+     */
     async reportStatus(
       deviceId: string,
       commandId: string,
-      report: { status: 'accepted' | 'rejected' | 'succeeded' | 'failed'; reason?: string | undefined },
+      report: StatusReport,
       nowMs: number,
     ): Promise<StatusReportOutcome> {
-      const result = await store.reportCommandStatus(deviceId, commandId, report, nowMs);
+      const result = await store.reportCommandStatus(deviceId, commandId, report, nowMs, availabilityAfter);
       if (result.outcome === 'ok' && result.changed) changed([result.command], nowMs);
       return result;
     },

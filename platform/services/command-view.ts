@@ -2,7 +2,7 @@ import type { CommandView } from '../../shared/index.js';
 import { toTimestamp } from '../../shared/index.js';
 import type { CommandHistoryRow, CommandRow } from '../storage/store.js';
 
-/** A command as the operator API shows it, with its history; reason and control only when there is one. */
+/** A command as the operator API shows it, with its history; reason, control and result only when there is one. */
 export function commandView(c: CommandRow, history: readonly CommandHistoryRow[]): CommandView {
   const view: CommandView = {
     command_id: c.command_id,
@@ -21,5 +21,6 @@ export function commandView(c: CommandRow, history: readonly CommandHistoryRow[]
   };
   if (c.reason) view.reason = c.reason;
   if (c.control_id) view.control_id = c.control_id;
+  if (c.result) view.result = c.result;
   return view;
 }

@@ -8,6 +8,7 @@ import type {
   TelemetryRecord,
 } from '../../shared/index.js';
 import { agentVersionFromEvents, versionsFromFirmwareReport } from '../domain/inventory.js';
+import { configurationFromEvents } from '../domain/maintenance.js';
 import type { Store } from '../storage/store.js';
 import type { CommandNotifier } from './command-notifier.js';
 import type { CommandService } from './command-service.js';
@@ -74,8 +75,9 @@ export function createDeviceReportingService(deps: DeviceReportingServiceDeps) {
       return accepted;
     },
     /**
-     * Stores events (idempotent on event_id); new faults go to the webhooks, and a new `boot` event's
-     * `data.version` becomes the device's `agent_version`.
+     * Stores events (idempotent on event_id); new faults go to the webhooks, a new `boot` event's
+     * `data.version` becomes the device's `agent_version`, and the newest `configuration_reported` event becomes
+     * the device's reported configuration unless a newer one is stored (DESIGN.md §20).
      */
     async events(deviceId: string, events: readonly DeviceEvent[]) {
       const rows = events.map((e) => ({
@@ -107,6 +109,9 @@ export function createDeviceReportingService(deps: DeviceReportingServiceDeps) {
         : undefined;
       if (agentVersion !== undefined)
         await store.setDeviceVersions(deviceId, { agent_version: agentVersion });
+      // Replays too: the store keeps only a newer report, and a retry after a failure here must still land.
+      const configuration = configurationFromEvents(rows);
+      if (configuration) await store.recordConfiguration(deviceId, configuration);
       return outcome;
     },
     /** Stores charging records (idempotent on record_id); answers how many were new. */

@@ -1,12 +1,16 @@
 import type { Connector, Device } from '../../shared/index.js';
 import { toTimestamp } from '../../shared/index.js';
+import { connectorStatus } from '../domain/connector-status.js';
 import type { ConnectorRow, DeviceRow } from '../storage/store.js';
 
-/** The operator's view of a connector: live state, or `unavailable` while its device is offline. */
+/**
+ * The operator's view of a connector: live state, or `unavailable` while its device is offline or while it is out
+ * of service with no session on it (domain/connector-status.ts).
+ */
 export function connectorView(row: ConnectorRow, deviceOnline: boolean): Connector {
   const c: Connector = {
     connector_id: row.connector_id,
-    status: deviceOnline && row.state ? (row.state as Connector['status']) : 'unavailable',
+    status: connectorStatus(row.state, deviceOnline, row.available),
   };
   if (row.power !== null) c.power = row.power;
   if (row.voltage !== null) c.voltage = row.voltage;
@@ -17,6 +21,7 @@ export function connectorView(row: ConnectorRow, deviceOnline: boolean): Connect
   if (row.last_telemetry_ms !== null) c.last_telemetry_time = toTimestamp(row.last_telemetry_ms);
   if (row.max_power_kw !== null) c.max_power_kw = row.max_power_kw;
   c.v2g_capable = row.v2g_capable;
+  c.available = row.available;
   return c;
 }
 

@@ -79,6 +79,8 @@ export function bodyOf(route: AnyRoute, ids: Ids): unknown {
       time_slots: [{ start: '01:00', end: '02:00' }],
       timezone: 'UTC',
     },
+    'PUT /v1/operator/devices/:device_id/connectors/:connector_id/availability': { available: false },
+    'PATCH /v1/operator/devices/:device_id/configuration': { values: { log_level: 'info' } },
     'POST /v1/operator/control/flexibility': {
       target_type: 'site',
       target_ids: [ids.site_id],

@@ -168,6 +168,11 @@ export function sampleBody(route: AnyRoute): unknown {
     },
     'POST /v1/operator/webhooks': { url: 'https://hooks.example.com/charger', events: ['device.online'] },
     'PATCH /v1/operator/webhooks/:webhook_id': { description: 'fuzz', status: 'enabled' },
+    'POST /v1/operator/devices/:device_id/reset': { mode: 'when_idle', target: 'agent' },
+    'PUT /v1/operator/devices/:device_id/connectors/:connector_id/availability': { available: true },
+    'PATCH /v1/operator/devices/:device_id/configuration': {
+      values: { telemetry_interval_seconds: 5, log_level: 'info' },
+    },
   };
   return samples[`${route.method} ${route.url}`] ?? (route.bodyOptional || !route.body ? {} : undefined);
 }

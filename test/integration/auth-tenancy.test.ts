@@ -58,6 +58,7 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     const a = await newClient(alpha, ['read', 'write']);
     const d = await newDevice(alpha, 'FVM');
     let compared = 0;
+    const labels: string[] = [];
     for (const route of authed()) {
       const token = route.auth.kind === 'device' ? d.token : a.token;
       const named = ID_PARAMS.filter(
@@ -77,12 +78,23 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
           ...normalised(m, missingIds[idKey]),
         });
         if (f.status !== 200) expect(f.body.code, label).toBe(3001);
+        labels.push(label);
         compared++;
       }
     }
     // devices/:device_id ×8 (firmware history included), sites/:site_id, devices?site_id, energy, records,
     // commands ×2, control ×2, status.
     expect(compared).toBeGreaterThanOrEqual(17);
+    // Remote maintenance (DESIGN.md §20): each endpoint with a valid body, so that only the device differs.
+    expect(labels).toEqual(
+      expect.arrayContaining([
+        'POST /v1/operator/devices/:device_id/reset device_id',
+        'PUT /v1/operator/devices/:device_id/connectors/:connector_id/availability device_id',
+        'POST /v1/operator/devices/:device_id/connectors/:connector_id/unlock device_id',
+        'GET /v1/operator/devices/:device_id/configuration device_id',
+        'PATCH /v1/operator/devices/:device_id/configuration device_id',
+      ]),
+    );
   });
 
   it('and so do the resources an aggregator made for the other tenant (commands, controls, schedules)', async () => {
@@ -196,5 +208,13 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
       token: b.token,
     });
     expect(status.body.data.status).toBe('queued');
+    // No maintenance command reached the other tenant's charger.
+    const listed = await tp.http.get(`/v1/operator/devices/${foreign.device_id}/commands?size=100`, {
+      token: b.token,
+    });
+    const kinds = listed.body.data.items.map((c: Json) => c.command);
+    expect(kinds.length).toBeGreaterThan(0);
+    for (const kind of ['reset', 'set_availability', 'unlock_connector', 'set_configuration'])
+      expect(kinds).not.toContain(kind);
   });
 });

@@ -51,7 +51,7 @@ describe('an allowed origin', () => {
       expect(res.text).toBe('');
       expect(res.headers['access-control-allow-origin']).toBe(origin);
       expect(res.headers.vary).toBe('Origin');
-      expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PATCH, DELETE');
+      expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, PATCH, DELETE');
       expect(res.headers['access-control-allow-headers']).toBe(
         'Authorization, Content-Type, X-Signature, X-Timestamp, X-Request-Id',
       );

@@ -4,6 +4,7 @@ import type { AnyRoute } from '../route-spec.js';
 import { operatorArtifactRoutes } from './operator-artifact-routes.js';
 import { operatorCommandRoutes } from './operator-command-routes.js';
 import { operatorControlRoutes } from './operator-control-routes.js';
+import { operatorMaintenanceRoutes } from './operator-maintenance-routes.js';
 import { operatorReadRoutes } from './operator-read-routes.js';
 import { operatorTokenRoute } from './operator-token.js';
 import { operatorUpdateRoutes } from './operator-update-routes.js';
@@ -15,6 +16,7 @@ export function operatorRoutes(ctx: PlatformContext, webhooks: WebhookService): 
     operatorTokenRoute(ctx),
     ...operatorReadRoutes(ctx),
     ...operatorCommandRoutes(ctx),
+    ...operatorMaintenanceRoutes(ctx),
     ...operatorControlRoutes(ctx),
     ...operatorWebhookRoutes(webhooks),
     ...operatorArtifactRoutes(ctx),
