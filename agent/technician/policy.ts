@@ -4,6 +4,7 @@
  * state at the current instant — so `status` answers correctly even while the agent is stopped.
  */
 
+import type { OutOfService } from '../core/availability.js';
 import { type ConnectorOverride, type ConnectorTarget, decideConnector } from '../core/connector-policy.js';
 import type { StoredLimit } from '../core/limit-policy.js';
 import type { StoredSchedule } from '../core/schedule-engine.js';
@@ -58,6 +59,8 @@ export function connectorPolicy(input: {
   schedules: readonly StoredSchedule[];
   limits: readonly StoredLimit[];
   override?: ConnectorOverride;
+  /** Taken out of service by the operator (DESIGN.md §20). */
+  outOfService?: OutOfService;
   snapshot?: ConnectorSnapshot;
   now: number;
 }): ConnectorPolicyView {
@@ -68,6 +71,7 @@ export function connectorPolicy(input: {
       schedules: input.schedules,
       limits: input.limits,
       ...(input.override ? { override: input.override } : {}),
+      ...(input.outOfService ? { outOfService: input.outOfService } : {}),
       ...(reading ? { reading } : {}),
       now: at,
     });

@@ -13,6 +13,7 @@
  */
 
 import { CLOCK_SKEW_WARN_SECONDS, ONLINE_WINDOW_SECONDS } from '../../shared/limits.js';
+import type { OutOfService } from '../core/availability.js';
 import { OUTBOX_KINDS, type OutboxKind } from '../core/outbox-policy.js';
 import type { AgentStore } from '../store/agent-store.js';
 import { agentStoreFile, type ConnectorSnapshot, type JournalEntry } from '../store/agent-store.js';
@@ -37,6 +38,8 @@ export interface ConnectorStatus extends ConnectorPolicyView {
   temperature_c: number | null;
   /** When the snapshot was written (on every change, and every minute while the agent runs). */
   reading_at: string | null;
+  /** Taken out of service by the operator (DESIGN.md §20), or null when in service. */
+  out_of_service: OutOfService | null;
 }
 
 export interface CommandSummary {
@@ -120,17 +123,20 @@ function connectorStatuses(store: AgentStore, now: number): ConnectorStatus[] {
   const snapshots = new Map<number, ConnectorSnapshot>(store.listSnapshots().map((s) => [s.connectorId, s]));
   const overrides = store.listOverrides();
   const limits = store.listLimits();
+  const availability = store.getState('availability') ?? {};
   const ids = [...new Set([...infos.keys(), ...snapshots.keys()])].sort((a, b) => a - b);
   return ids.map((id) => {
     const info = infos.get(id);
     const snap = snapshots.get(id);
     const override = overrides.get(id);
+    const outOfService = availability[String(id)];
     const policy = connectorPolicy({
       // Without the HAL's declaration (never the case once the agent started), assume no rating cap.
       connector: info ?? { connectorId: id, ratedPowerKw: Number.POSITIVE_INFINITY, v2gCapable: false },
       schedules: store.listSchedules(id).map((s) => s.schedule),
       limits,
       ...(override ? { override } : {}),
+      ...(outOfService ? { outOfService } : {}),
       ...(snap ? { snapshot: snap } : {}),
       now,
     });
@@ -146,6 +152,7 @@ function connectorStatuses(store: AgentStore, now: number): ConnectorStatus[] {
       energy_delivered_kwh: snap?.energyDeliveredKwh ?? null,
       temperature_c: snap?.temperatureC ?? null,
       reading_at: snap?.updatedAt ?? null,
+      out_of_service: outOfService ?? null,
       ...policy,
     };
   });

@@ -120,7 +120,16 @@ export function configurationCheck(ctx: DiagContext): Outcome {
   } catch {
     // reported by the store check
   }
-  const data = { ...(rc ?? {}), platformUrl: url };
+  // What an operator set remotely (DESIGN.md §20) wins over the file: say so, it explains a cadence or a level.
+  const remote = ctx.store?.getState('configuration');
+  if (remote && Object.keys(remote).length > 0) {
+    notes.push(
+      `set remotely: ${Object.entries(remote)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(', ')}`,
+    );
+  }
+  const data = { ...(rc ?? {}), platformUrl: url, ...(remote ? { remoteConfiguration: remote } : {}) };
   if (warnings.length > 0) {
     return warn(
       [...notes, ...warnings.map(([w]) => w)].join('; '),
