@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { ConfigurationChange } from './configuration.js';
+import { UploadDiagnosticsParams } from './diagnostics.js';
 import { CONTROL_DURATION_MAX_SECONDS, REASON_MAX_LENGTH } from './limits.js';
 import { Identifier, Soc, Timestamp } from './primitives.js';
 import { ChargingSchedule } from './schedule.js';
@@ -96,5 +97,6 @@ export const CommandParams = {
   set_availability: SetAvailabilityParams,
   unlock_connector: UnlockConnectorParams,
   set_configuration: SetConfigurationParams,
+  upload_diagnostics: UploadDiagnosticsParams,
 } as const;
 export type CommandParamsOf<K extends keyof typeof CommandParams> = z.infer<(typeof CommandParams)[K]>;

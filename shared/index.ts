@@ -2,6 +2,7 @@ export * from './artifact-manifest.js';
 export * from './artifacts.js';
 export * from './commands.js';
 export * from './configuration.js';
+export * from './diagnostics.js';
 export * from './device-api.js';
 export * from './envelope.js';
 export * from './error-codes.js';

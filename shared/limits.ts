@@ -80,6 +80,7 @@ export const COMMAND_EXPIRY_SECONDS = {
   set_availability: 7 * 86_400,
   unlock_connector: 15 * 60,
   set_configuration: 7 * 86_400,
+  upload_diagnostics: 86_400,
 } as const;
 /** Largest `result` object a command status report may carry (DESIGN.md §20), bytes of JSON. */
 export const COMMAND_RESULT_MAX_BYTES = 64 * 1024;

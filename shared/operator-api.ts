@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { RESET_MODES, RESET_TARGETS } from './commands.js';
 import { ConfigurationChange } from './configuration.js';
+import { DIAGNOSTICS_STATUSES } from './diagnostics.js';
 import { envelopeOf } from './envelope.js';
 import { CONTROL_DURATION_MAX_SECONDS, FLEXIBILITY_TARGET_IDS_MAX, REASON_MAX_LENGTH } from './limits.js';
 import {
@@ -306,3 +307,44 @@ export const ConfigurationView = z.object({
 export type ConfigurationView = z.infer<typeof ConfigurationView>;
 export const ConfigurationPatch = z.strictObject({ values: ConfigurationChange });
 export type ConfigurationPatch = z.infer<typeof ConfigurationPatch>;
+
+// POST /v1/operator/devices/{device_id}/diagnostics
+export const DiagnosticsRequest = z
+  .strictObject({
+    /** Start of the log window; default DIAGNOSTICS_DEFAULT_WINDOW_HOURS before end_time. */
+    start_time: z.optional(Timestamp),
+    /** End of the log window; default now. */
+    end_time: z.optional(Timestamp),
+  })
+  .superRefine((q, ctx) => {
+    if (q.start_time && q.end_time && Date.parse(q.end_time) <= Date.parse(q.start_time)) {
+      ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'must be later than start_time' });
+    }
+  });
+export type DiagnosticsRequest = z.infer<typeof DiagnosticsRequest>;
+export const DiagnosticsRequested = z.object({
+  diagnostics_id: z.string(),
+  command_id: z.string(),
+  status: z.literal('requested'),
+});
+// GET /v1/operator/diagnostics/{diagnostics_id}
+export const DiagnosticsParams = z.object({ diagnostics_id: Identifier });
+export const DiagnosticsView = z.object({
+  diagnostics_id: z.string(),
+  device_id: z.string(),
+  command_id: z.string(),
+  status: z.enum(DIAGNOSTICS_STATUSES),
+  start_time: Timestamp,
+  end_time: Timestamp,
+  /** Bytes of the archive once available; while uploading, what has arrived; 0 before. */
+  size: z.number().int(),
+  /** Lowercase hex of the archive's SHA-256, once available. */
+  sha256: z.string().nullable(),
+  /** Why it failed (the charger's reason, an expired command, a corrupt archive). */
+  reason: z.string().optional(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  /** When the platform deletes it (DIAGNOSTICS_RETENTION_DAYS after the request). */
+  expires_at: Timestamp,
+});
+export type DiagnosticsView = z.infer<typeof DiagnosticsView>;

@@ -72,6 +72,7 @@ export const CommandName = z.enum([
   'set_availability',
   'unlock_connector',
   'set_configuration',
+  'upload_diagnostics',
 ]);
 export type CommandName = z.infer<typeof CommandName>;
 

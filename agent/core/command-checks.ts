@@ -19,6 +19,7 @@ import {
   UnlockConnectorParams,
   UpdateParams,
 } from '../../shared/commands.js';
+import { UploadDiagnosticsParams } from '../../shared/diagnostics.js';
 import { CommandName } from '../../shared/resources.js';
 import { validate } from '../../shared/validation.js';
 import { iso } from '../clock.js';
@@ -36,7 +37,8 @@ export type ParsedCommand =
   | { name: 'reset'; params: CommandParamsOf<'reset'> }
   | { name: 'set_availability'; params: CommandParamsOf<'set_availability'> }
   | { name: 'unlock_connector'; params: CommandParamsOf<'unlock_connector'> }
-  | { name: 'set_configuration'; params: CommandParamsOf<'set_configuration'> };
+  | { name: 'set_configuration'; params: CommandParamsOf<'set_configuration'> }
+  | { name: 'upload_diagnostics'; params: CommandParamsOf<'upload_diagnostics'> };
 
 export type CommandCheck = { ok: true; command: ParsedCommand } | { ok: false; reason: string };
 
@@ -106,6 +108,10 @@ export function parsedOf(name: CommandName, params: unknown): CommandCheck {
     }
     case 'set_configuration': {
       const p = parse(SetConfigurationParams, params);
+      return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
+    }
+    case 'upload_diagnostics': {
+      const p = parse(UploadDiagnosticsParams, params);
       return p.ok ? { ok: true, command: { name, params: p.data } } : fail(p);
     }
   }
