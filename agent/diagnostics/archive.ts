@@ -23,10 +23,9 @@ import { knownSecrets, scrubText } from './redact.js';
 import { writeTarGz } from './tar-gzip.js';
 import { logBudget } from './truncation.js';
 
-export type { TimeWindow } from './log-window.js';
-
 /** What the platform accepts (DESIGN.md §20). */
-export const DIAGNOSTICS_MAX_BYTES = 20 * 1024 * 1024;
+export { DIAGNOSTICS_MAX_BYTES } from '../../shared/diagnostics.js';
+export type { TimeWindow } from './log-window.js';
 
 const STAGING_PREFIX = '.diagnostics-staging-';
 /** A staging directory this old was left by a build that died (a power cut): its space is reclaimed. */

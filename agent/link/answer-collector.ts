@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { PlatformError } from './platform-errors.js';
 
@@ -6,9 +7,14 @@ import { PlatformError } from './platform-errors.js';
  * `ANSWER_MAX_BYTES`, bounded by the request's deadline and its caller's signal.
  */
 export interface Call {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   path: string;
   body?: unknown;
+  /**
+   * A body sent as it is instead of JSON (a file upload): `open` gives a fresh stream for each attempt (a retry
+   * after a renewed token cannot reuse a consumed one), `headers` go with it.
+   */
+  raw?: { open: () => Readable; headers: Record<string, string> };
   token?: string;
   signal?: AbortSignal;
   timeoutMs?: number;

@@ -11,6 +11,7 @@
  * - Authenticated calls take a `TokenSource`. On 401 with code 2002 (expired) — and also 2001, which is what a
  *   revoked or unknown token answers — the token is renewed and the request retried once.
  */
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import * as z from 'zod/mini';
 import {
@@ -30,6 +31,7 @@ import {
   type TelemetryRecord,
   UploadAccepted,
 } from '../../shared/device-api.js';
+import { DiagnosticsUploadState } from '../../shared/diagnostics.js';
 import { ErrorCode } from '../../shared/error-codes.js';
 import { SIGNATURE_HEADER, signRequest, TIMESTAMP_HEADER } from '../../shared/request-signing.js';
 import { AGENT_VERSION } from '../version.js';
@@ -93,6 +95,19 @@ export interface DeviceApi {
    * means the whole file again. A refusal throws its PlatformError (404: no update for it; 429 with its wait).
    */
   downloadArtifact(artifactId: string, options?: ArtifactRequest): Promise<ArtifactBody>;
+  /** How much of a diagnostics archive the platform holds (DESIGN.md §20), to resume an upload from there. */
+  diagnosticsState(diagnosticsId: string): Promise<DiagnosticsUploadState>;
+  /** Sends the archive from byte `first` to its end (`Content-Range`); `open` streams exactly those bytes. */
+  uploadDiagnostics(diagnosticsId: string, part: DiagnosticsPart): Promise<DiagnosticsUploadState>;
+}
+
+export interface DiagnosticsPart {
+  first: number;
+  /** The whole archive's size. */
+  size: number;
+  open: () => Readable;
+  signal?: AbortSignal;
+  timeoutMs: number;
 }
 
 export interface ArtifactRequest {
@@ -149,6 +164,8 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       body = JSON.stringify(call.body);
       headers['content-type'] = 'application/json';
     }
+    const raw = call.raw ? call.raw.open() : undefined;
+    if (call.raw) Object.assign(headers, call.raw.headers);
     if (call.token) {
       headers.authorization = `Bearer ${call.token}`;
       const key = call.method === 'POST' ? options.signing?.() : undefined;
@@ -174,7 +191,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
             path: basePath + call.path,
             method: call.method,
             headers,
-            body,
+            body: raw ?? body,
             headersTimeout: limit,
             bodyTimeout: limit,
           },
@@ -321,6 +338,29 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       },
       rotateSecret() {
         return authed(SecretRotated, { method: 'POST', path: '/v1/device/secret/rotate', body: {} });
+      },
+      diagnosticsState(diagnosticsId) {
+        return authed(DiagnosticsUploadState, {
+          method: 'GET',
+          path: `/v1/device/diagnostics/${encodeURIComponent(diagnosticsId)}`,
+        });
+      },
+      uploadDiagnostics(diagnosticsId, part) {
+        const last = part.size - 1;
+        return authed(DiagnosticsUploadState, {
+          method: 'PUT',
+          path: `/v1/device/diagnostics/${encodeURIComponent(diagnosticsId)}`,
+          raw: {
+            open: part.open,
+            headers: {
+              'content-type': 'application/octet-stream',
+              'content-length': String(part.size - part.first),
+              'content-range': `bytes ${part.first}-${last}/${part.size}`,
+            },
+          },
+          ...(part.signal ? { signal: part.signal } : {}),
+          timeoutMs: part.timeoutMs,
+        });
       },
       async downloadArtifact(artifactId, request = {}) {
         const path = `/v1/device/artifacts/${encodeURIComponent(artifactId)}`;

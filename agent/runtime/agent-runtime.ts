@@ -31,6 +31,7 @@ import { AGENT_VERSION } from '../version.js';
 import { createChargerControl } from './charger-control.js';
 import type { CommandExecutor } from './command-executor.js';
 import type { ControlLoop } from './control-loop.js';
+import { createDiagnosticsJobs } from './diagnostics-job.js';
 import { createFatalLatch } from './fatal-latch.js';
 import { routeHardwareEvents } from './hardware-events.js';
 import { createLiveConfiguration } from './live-configuration.js';
@@ -237,6 +238,16 @@ export async function startAgent(options: AgentRuntimeOptions): Promise<AgentRun
     configurationTargets: () => configurationTargets,
     drain: (ms) => uplink.drain(clock.now() + ms),
     ...(options.restart ? { restart: options.restart } : {}),
+    diagnostics: createDiagnosticsJobs({
+      dataDir: config.dataDir,
+      store,
+      clock,
+      logger,
+      random,
+      api,
+      backoff: tuning.backoff,
+      signal: abort.signal,
+    }),
   });
   const maintenanceRunner = maintenance;
   const route = routeHardwareEvents({ store, uplink, sampler, controlLoop, logger });

@@ -182,7 +182,8 @@ export function createCommandExecutor(options: CommandExecutorOptions): CommandE
       case 'reset':
       case 'set_availability':
       case 'unlock_connector':
-      case 'set_configuration': {
+      case 'set_configuration':
+      case 'upload_diagnostics': {
         const maintenance = options.maintenance?.();
         if (maintenance)
           await maintenance.execute(entry, command, accepted, (reports, also) =>

@@ -7,6 +7,7 @@
  * - `set_configuration` is stored and applied live (live-configuration.ts); the whole configuration is reported
  *   as an event in the same transaction as the command's `succeeded`, and as the command's `result`.
  * - `unlock_connector` calls the HAL's `unlockConnector`, only while no energy flows.
+ * - `upload_diagnostics` builds the diagnostics archive and uploads it, beside the runner (diagnostics-job.ts).
  * - `reset` reports `succeeded` first, then restarts the agent (`restart`: stop, then exit with the launcher's
  *   restart code), or, for the charger, drains the outbox for a few seconds and calls the HAL's `reboot()`. A
  *   `when_idle` reset waits, off the serial runner, until no connector charges or discharges: the hardware's
@@ -23,18 +24,20 @@ import { configurationEvent, describeChange } from '../core/remote-configuration
 import type { ConnectorReading, Hal } from '../hal.js';
 import type { AgentStore, JournalEntry } from '../store/agent-store.js';
 import type { ControlLoop } from './control-loop.js';
+import type { DiagnosticsJobs } from './diagnostics-job.js';
 import type { ConfigurationTargets, LiveConfiguration } from './live-configuration.js';
 import type { SerialRunner } from './serial-runner.js';
 
 export type MaintenanceCommand = Extract<
   ParsedCommand,
-  { name: 'reset' | 'set_availability' | 'unlock_connector' | 'set_configuration' }
+  { name: 'reset' | 'set_availability' | 'unlock_connector' | 'set_configuration' | 'upload_diagnostics' }
 >;
 const MAINTENANCE_COMMANDS: ReadonlySet<string> = new Set([
   'reset',
   'set_availability',
   'unlock_connector',
   'set_configuration',
+  'upload_diagnostics',
 ]);
 export const isMaintenanceCommand = (command: ParsedCommand): command is MaintenanceCommand =>
   MAINTENANCE_COMMANDS.has(command.name);
@@ -56,6 +59,8 @@ export interface MaintenanceOptions {
   restart?: () => void;
   /** Sends what the outbox holds, for at most `ms` (before a reboot cuts the network). */
   drain: (ms: number) => Promise<unknown>;
+  /** Builds and uploads diagnostics archives (diagnostics-job.ts); absent: requests are refused. */
+  diagnostics?: DiagnosticsJobs;
 }
 
 export interface Maintenance {
@@ -193,6 +198,8 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
           if (flowing(reading)) return `connector ${id} is ${reading.state}: stop it before unlocking`;
           return undefined;
         }
+        case 'upload_diagnostics':
+          return options.diagnostics ? undefined : 'this agent cannot upload diagnostics';
         case 'set_availability':
         case 'set_configuration':
           return undefined;
@@ -215,6 +222,11 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
           } catch (error) {
             report([{ status: 'failed', reason: `unlock refused: ${(error as Error).message}` }]);
           }
+          return;
+        }
+        case 'upload_diagnostics': {
+          if (accept.length > 0) report(accept);
+          options.diagnostics?.start(command.params, report);
           return;
         }
         case 'reset': {

@@ -66,6 +66,8 @@ export interface TcpProxy {
   port: number;
   setTarget(port: number | undefined): void;
   cut(): void;
+  /** Cuts every connection once `bytes` more have gone from the clients to the target (once); resolves then. */
+  cutAfter(bytes: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -88,6 +90,7 @@ export async function startTcpProxy(targetPort: number | undefined): Promise<Tcp
     });
     upstream.on('error', () => upstream.destroy());
     client.on('close', () => upstream.destroy());
+    client.on('data', (chunk: Buffer) => countUp(chunk.length));
     client.pipe(upstream);
     upstream.pipe(client);
   });
@@ -98,12 +101,26 @@ export async function startTcpProxy(targetPort: number | undefined): Promise<Tcp
     for (const s of sockets) s.destroy();
     sockets.clear();
   };
+  let armed: { left: number; fired: () => void } | undefined;
+  function countUp(n: number): void {
+    if (!armed) return;
+    armed.left -= n;
+    if (armed.left > 0) return;
+    const { fired } = armed;
+    armed = undefined;
+    cut();
+    fired();
+  }
   return {
     port,
     setTarget(p) {
       target = p;
     },
     cut,
+    cutAfter: (bytes) =>
+      new Promise<void>((resolve) => {
+        armed = { left: bytes, fired: resolve };
+      }),
     close() {
       cut();
       return new Promise((resolve) => server.close(() => resolve()));

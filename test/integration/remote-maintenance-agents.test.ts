@@ -1,8 +1,8 @@
 import { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
-import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulated-hal.js';
-import { quietLogger, sleep, startTcpProxy, type TcpProxy, tempDir, waitFor } from '../helpers/agent.js';
+import type { SimulatedHal } from '../../simulators/simulated-hal.js';
+import { sleep, startTcpProxy, type TcpProxy, waitFor } from '../helpers/agent.js';
+import { maintenanceChargers } from '../helpers/maintenance-chargers.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { type StreamConn, streamCalls } from '../helpers/stream-client.js';
 
@@ -19,76 +19,8 @@ let dispatcher: Agent;
 const stream = streamCalls(() => tp);
 const ev = { capacityKwh: 80, soc: 40, maxChargeKw: 22, maxDischargeKw: 11 };
 
-interface Charger {
-  hal: SimulatedHal;
-  deviceId: string;
-  current(): AgentRuntime;
-  restarts: number;
-  /** Stops the running agent and starts a new one on the same store and hardware (a reboot, a launcher restart). */
-  restart(): Promise<void>;
-  stop(): Promise<void>;
-}
-const chargers: Charger[] = [];
-const dirs: Array<{ remove(): void }> = [];
-
-async function startCharger(sn: string): Promise<Charger> {
-  const tmp = tempDir();
-  dirs.push(tmp);
-  const hal = createSimulatedHal({
-    connectors: 2,
-    seed: 5,
-    vehicles: 'manual',
-    meanTimeBetweenFaultsMs: Number.POSITIVE_INFINITY,
-    tickIntervalMs: 200,
-  });
-  let runtime: AgentRuntime;
-  let restarting: Promise<void> | undefined;
-  const charger: Charger = {
-    hal,
-    deviceId: '',
-    current: () => runtime,
-    restarts: 0,
-    restart: () => {
-      restarting ??= (async () => {
-        await runtime.stop();
-        runtime = await launch();
-        charger.restarts += 1;
-      })().finally(() => {
-        restarting = undefined;
-      });
-      return restarting;
-    },
-    stop: async () => {
-      await restarting;
-      await runtime.stop();
-    },
-  };
-  const launch = () =>
-    startAgent({
-      config: { dataDir: tmp.dir, platformUrl: `https://127.0.0.1:${proxy.port}`, sn, model: 'MNT-1' },
-      hal,
-      logger: quietLogger(),
-      dispatcher,
-      restart: () => void charger.restart(),
-      tuning: {
-        heartbeatIntervalMs: 1_000,
-        pollWaitSeconds: 2,
-        telemetry: { activeMs: 2_000, idleMs: 4_000 },
-        sampleTickMs: 2_000,
-        backoff: { baseMs: 50, capMs: 500 },
-        flushPaceMs: 10,
-        controlSafetyIntervalMs: 1_000,
-        shutdownFlushMs: 1_000,
-        shutdownHeartbeatMs: 500,
-      },
-    });
-  runtime = await launch();
-  const identity = await runtime.registered;
-  charger.deviceId = identity!.deviceId;
-  await tp.store.assignDevice(charger.deviceId, tenant.siteId);
-  chargers.push(charger);
-  return charger;
-}
+const chargers = maintenanceChargers(() => ({ tp, tenant, port: proxy.port, dispatcher }));
+const startCharger = (sn: string) => chargers.start(sn);
 
 const get = (path: string) => tp.http.get(path, { token: tenant.token });
 const send = (method: 'POST' | 'PUT' | 'PATCH', path: string, json?: unknown) =>
@@ -124,7 +56,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   proxy.setTarget(tp.port);
-  await Promise.all(chargers.splice(0).map((c) => c.stop().catch(() => undefined)));
+  await chargers.stopAll();
   stream.closeAll();
 });
 
@@ -132,7 +64,7 @@ afterAll(async () => {
   await dispatcher?.close();
   await proxy?.close();
   await tp?.stop();
-  for (const d of dirs) d.remove();
+  chargers.removeDirs();
 });
 
 describe('remote maintenance with real agents', () => {

@@ -28,6 +28,8 @@ function fakeApi(script: (call: Call) => Error | undefined = () => undefined) {
   };
   const api: DeviceApi = {
     downloadArtifact: () => Promise.reject(new Error('no downloads here')),
+    diagnosticsState: () => Promise.reject(new Error('no diagnostics here')),
+    uploadDiagnostics: () => Promise.reject(new Error('no diagnostics here')),
     heartbeat: async () => ({ commands: [], unusable: 0, serverTime: new Date().toISOString() }),
     pollCommands: async () => ({ commands: [], unusable: 0, serverTime: new Date().toISOString() }),
     reportCommandStatus: (id, report) =>
