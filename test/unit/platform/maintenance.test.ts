@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { connectorStatus } from '../../../platform/domain/connector-status.js';
-import { availabilityAfter, configurationFromEvents } from '../../../platform/domain/maintenance.js';
+import { availabilityAfter, changedKeys, configurationFromEvents } from '../../../platform/domain/maintenance.js';
 import { CONFIGURATION_KEYS } from '../../../shared/index.js';
 
 /**
@@ -59,6 +59,17 @@ describe('configurationFromEvents', () => {
         event('configuration_reported', 7, {}),
       ]),
     ).toEqual({ values: {}, reported_at_ms: 7 });
+  });
+});
+
+describe('changedKeys', () => {
+  it.each([
+    ['the first report: every key', undefined, { b: 1, a: 'x' }, ['a', 'b']],
+    ['the same values: none', { a: 1, b: 'x' }, { b: 'x', a: 1 }, []],
+    ['one value moved', { a: 1, b: 'x' }, { a: 2, b: 'x' }, ['a']],
+    ['a key gone and one new', { a: 1, b: 'x' }, { a: 1, c: true }, ['b', 'c']],
+  ])('%s', (_name, previous, next, expected) => {
+    expect(changedKeys(previous, next)).toEqual(expected);
   });
 });
 
