@@ -34,3 +34,12 @@ export function configurationFromEvents(
   }
   return newest && { values: reportedConfiguration(newest.data ?? {}), reported_at_ms: newest.ts_ms };
 }
+
+/** The keys whose value differs between two reported configurations (every key of `next` when there was none). */
+export function changedKeys(
+  previous: Readonly<Record<string, unknown>> | undefined,
+  next: Readonly<Record<string, unknown>>,
+): string[] {
+  const keys = new Set([...Object.keys(previous ?? {}), ...Object.keys(next)]);
+  return [...keys].filter((key) => previous?.[key] !== next[key]).sort();
+}
