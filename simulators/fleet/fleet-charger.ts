@@ -168,6 +168,10 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
               updates: releases.updates(() => restart(state, launch.version, 'restart')),
             }
           : {}),
+        // A `reset` (DESIGN.md §20) restarts the agent as the launcher would; a store in memory would not survive it.
+        ...(options.dataDir !== undefined
+          ? { restart: () => restart(state, launch?.version ?? AGENT_VERSION, 'restart') }
+          : {}),
       });
     } catch (error) {
       stats.error('start_failed', `${plan.sn}: ${(error as Error).message}`);
@@ -187,9 +191,12 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
     }
   }
 
-  /** What the launcher does when the agent ends for a release: stop it, decide, start it again. */
+  /**
+   * What the launcher does when the agent ends for a release or a reset: stop it, decide (with A/B releases),
+   * start it again.
+   */
   function restart(state: ChargerState, version: string, how: 'restart' | 'deadline'): void {
-    if (state.stopping || state.restarting || !state.releases) return;
+    if (state.stopping || state.restarting) return;
     const releases = state.releases;
     state.restarting = (async () => {
       clearTimeout(state.trialTimer);
@@ -197,7 +204,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
         stats.error('stop_failed', `${state.plan.sn}: ${(error as Error).message}`);
       });
       // A trial that committed meanwhile leaves nothing to decide (afterRun then starts it again).
-      releases.afterRun(version, how);
+      releases?.afterRun(version, how);
       if (!state.stopping) await runAgent(state);
     })().finally(() => {
       state.restarting = undefined;

@@ -244,6 +244,39 @@ describe('serve --env sandbox --sim-chargers 3', () => {
     });
   });
 
+  it("a reset restarts a simulated charger's agent, which comes back online (DESIGN.md §20)", async () => {
+    const [charger] = simulated(await devices(http, token));
+    const boots = async () => {
+      const res = await http.get(`/v1/operator/devices/${charger!.device_id}/events?size=100`, { token });
+      return (res.body?.data?.items ?? []).filter((e: { kind: string }) => e.kind === 'boot')
+        .length as number;
+    };
+    const before = await boots();
+    const sent = await http.post(`/v1/operator/devices/${charger!.device_id}/reset`, {
+      token,
+      json: { mode: 'immediate', target: 'charger' },
+    });
+    expect(sent.status, sent.text).toBe(200);
+    const command = await pollUntil(
+      () => http.get(`/v1/operator/commands/${sent.body.data.command_id}`, { token }),
+      (res) => ['succeeded', 'rejected', 'failed'].includes(res.body?.data?.status),
+      10_000,
+      500,
+    );
+    expect(command.body.data, command.text).toMatchObject({
+      status: 'succeeded',
+      reason: 'rebooting the charger',
+    });
+    expect(await pollUntil(boots, (n) => n > before, 15_000, 500)).toBe(before + 1);
+    const device = await pollUntil(
+      () => http.get(`/v1/operator/devices/${charger!.device_id}`, { token }),
+      (res) => res.body?.data?.status === 'online',
+      10_000,
+      500,
+    );
+    expect(device.body.data.status).toBe('online');
+  });
+
   it('SIGTERM stops the fleet first, exits 0 and leaves no process behind', async () => {
     expect(await first.stop()).toEqual({ code: 0, signal: null });
     expect(alive(fleetPid)).toBe(false);
