@@ -5,11 +5,11 @@ import type {
   ResetRequest,
 } from '../../shared/index.js';
 import { toTimestamp } from '../../shared/index.js';
-import { commandExpiryMs } from '../domain/operator-commands.js';
-import type { NewCommand, Store } from '../storage/store.js';
+import type { Store } from '../storage/store.js';
 import type { CommandService } from './command-service.js';
 import type { ConnectorRef } from './operator-command-service.js';
 import type { OperatorPrincipal } from './principal.js';
+import { queueOperatorCommand } from './queue-command.js';
 import type { Tenancy } from './tenancy.js';
 
 export interface MaintenanceServiceDeps {
@@ -32,24 +32,12 @@ type MaintenanceCommand = 'reset' | 'set_availability' | 'unlock_connector' | 's
 export function createMaintenanceService(deps: MaintenanceServiceDeps) {
   const { store, tenancy, commands } = deps;
 
-  /** Queues one command for one of the actor's chargers, expiring as COMMAND_EXPIRY_SECONDS says. */
-  async function queue(
+  const queue = (
     actor: OperatorPrincipal,
     kind: MaintenanceCommand,
     deviceId: string,
     params: Record<string, unknown>,
-  ) {
-    const t = deps.now();
-    const command: NewCommand = {
-      device_id: deviceId,
-      command: kind,
-      params,
-      expiry_ms: commandExpiryMs(kind, t),
-      client_id: actor.clientId,
-    };
-    const [row] = await commands.queue([command], t);
-    return { command_id: row!.command_id, status: 'queued' as const };
-  }
+  ) => queueOperatorCommand(commands, actor, { kind, deviceId, params }, deps.now());
 
   return {
     async reset(actor: OperatorPrincipal, deviceId: string, body: ResetRequest) {

@@ -11,10 +11,11 @@ import {
   scheduleRefusal,
   stopReason,
 } from '../domain/operator-commands.js';
-import type { CommandWithHistory, NewCommand, Store } from '../storage/store.js';
+import type { CommandWithHistory, Store } from '../storage/store.js';
 import type { CommandService } from './command-service.js';
 import { commandView } from './command-view.js';
 import type { OperatorPrincipal } from './principal.js';
+import { queueOperatorCommand } from './queue-command.js';
 import type { Tenancy } from './tenancy.js';
 
 export interface OperatorCommandServiceDeps {
@@ -49,23 +50,12 @@ export function createOperatorCommandService(deps: OperatorCommandServiceDeps) {
     return found;
   }
   /** Queues one command for one connector of the actor's. */
-  async function queue(
+  const queue = (
     actor: OperatorPrincipal,
     kind: 'stop' | 'start' | 'discharge',
     deviceId: string,
     params: Record<string, unknown>,
-  ) {
-    const t = deps.now();
-    const command: NewCommand = {
-      device_id: deviceId,
-      command: kind,
-      params,
-      expiry_ms: commandExpiryMs(kind, t),
-      client_id: actor.clientId,
-    };
-    const [row] = await commands.queue([command], t);
-    return { command_id: row!.command_id, status: 'queued' as const };
-  }
+  ) => queueOperatorCommand(commands, actor, { kind, deviceId, params }, deps.now());
 
   return {
     async command(actor: OperatorPrincipal, commandId: string) {
