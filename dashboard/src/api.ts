@@ -31,7 +31,11 @@ export class ApiError extends Error {
 export interface Api {
   get<T>(path: string, query?: Record<string, string | number | undefined>): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
+  put<T>(path: string, body: unknown): Promise<T>;
+  patch<T>(path: string, body: unknown): Promise<T>;
   del<T>(path: string): Promise<T>;
+  /** A file the API serves (not enveloped), read whole with the token: save it through a Blob URL. */
+  blob(path: string): Promise<Blob>;
 }
 
 export interface TokenAnswer {
@@ -66,8 +70,8 @@ export async function requestToken(clientId: string, clientSecret: string): Prom
  * instead of showing the same error everywhere.
  */
 export function createApi(token: string, onUnauthorized: (error: ApiError) => void): Api {
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  const send = async (method: string, path: string, body?: unknown, accept = 'application/json') => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const response = await fetchOrExplain(path, {
       method,
@@ -75,19 +79,31 @@ export function createApi(token: string, onUnauthorized: (error: ApiError) => vo
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    const parsed = await readJson(response);
     if (!response.ok) {
-      const error = errorFrom(response, parsed);
+      const error = errorFrom(response, await readJson(response));
       if (response.status === 401) onUnauthorized(error);
       throw error;
     }
-    const envelope = parsed as { code?: number; data?: T };
+    return response;
+  };
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const envelope = (await readJson(await send(method, path, body))) as { code?: number; data?: T };
     return envelope.data as T;
   };
   return {
     get: (path, query) => call('GET', withQuery(path, query)),
     post: (path, body) => call('POST', path, body ?? {}),
+    put: (path, body) => call('PUT', path, body),
+    patch: (path, body) => call('PATCH', path, body),
     del: (path) => call('DELETE', path),
+    blob: async (path) => {
+      const response = await send('GET', path, undefined, '*/*');
+      try {
+        return await response.blob();
+      } catch {
+        throw new ApiError('The download was cut off; try again', response.status, undefined, undefined);
+      }
+    },
   };
 }
 

@@ -47,6 +47,8 @@ export interface FleetStore {
   subscribe(listener: () => void): () => void;
   /** Loads sites and chargers (again) and subscribes the stream to every site. */
   load(): Promise<void>;
+  /** Reads one charger again (what the stream does not carry: a connector's availability) and keeps it. */
+  refreshDevice(deviceId: string): Promise<void>;
 }
 
 /** Every page of the operator's sites the stream can follow (100 site ids per subscription). */
@@ -124,6 +126,12 @@ export function createFleetStore(api: Api, live: LiveStream): FleetStore {
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    async refreshDevice(deviceId) {
+      const device = await api.get<Device>(`/v1/operator/devices/${encodeURIComponent(deviceId)}`);
+      const devices = new Map(snap.devices);
+      devices.set(device.device_id, device);
+      update({ devices }, true);
     },
     async load() {
       update({ loading: true, error: undefined }, true);

@@ -113,7 +113,7 @@ export function applyTelemetry(device: Device, m: TelemetryMessage): Device {
   const after = {
     ...(before ?? { connector_id: m.connector_id }),
     connector_id: m.connector_id,
-    status: m.state,
+    status: connectorStatus(m.state, before?.available),
     power: m.power,
     voltage: m.voltage,
     current: m.current,
@@ -126,6 +126,17 @@ export function applyTelemetry(device: Device, m: TelemetryMessage): Device {
   else connectors.push(after);
   connectors.sort((a, b) => a.connector_id - b.connector_id);
   return { ...device, status: 'online', connectors };
+}
+
+/**
+ * A connector's status from its telemetry state, as the API shows it (DESIGN.md §20): one an operator took out of
+ * service (`available: false`) reads `unavailable` while idle; a session still running shows until it ends.
+ */
+export function connectorStatus(
+  state: TelemetryMessage['state'],
+  available: boolean | undefined,
+): TelemetryMessage['state'] | 'unavailable' {
+  return available === false && state === 'idle' ? 'unavailable' : state;
 }
 
 export function applyDeviceStatus(device: Device, m: DeviceStatusMessage): Device {

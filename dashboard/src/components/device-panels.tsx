@@ -131,7 +131,7 @@ interface EventItem {
   message?: string;
 }
 
-export function EventsPanel({ deviceId }: { deviceId: string }) {
+export function EventsPanel({ deviceId, refreshKey = 0 }: { deviceId: string; refreshKey?: number }) {
   const { api } = useApp();
   const [page, setPage] = useState(1);
   const events = useLoad(
@@ -140,7 +140,7 @@ export function EventsPanel({ deviceId }: { deviceId: string }) {
         page,
         size: 20,
       }),
-    [deviceId, page],
+    [deviceId, page, refreshKey],
   );
   const pages = events.data ? Math.max(1, Math.ceil(events.data.total / events.data.size)) : 1;
   return (

@@ -3,20 +3,28 @@ import type { Device } from '../../../shared/resources.js';
 import { useApp, useFleet, useLoad, useNow } from '../app-context.js';
 import { Badge, ErrorLine, Loading, Section } from '../components/bits.js';
 import { ConnectorActions, type Sent } from '../components/command-forms.js';
+import { ConfigurationTable } from '../components/configuration-table.js';
+import { ConnectorMaintenance } from '../components/connector-maintenance.js';
 import { CommandsPanel, EventsPanel, SchedulesPanel } from '../components/device-panels.js';
 import { DevicePowerChart } from '../components/device-power-chart.js';
+import { DiagnosticsPanel } from '../components/diagnostics-panel.js';
+import { MaintenanceActions } from '../components/maintenance-actions.js';
 import { ScheduleForm } from '../components/schedule-form.js';
 import { activityOf, livePower } from '../fleet.js';
 import { ago, celsius, dateTime, kw, kwh, percent } from '../format.js';
 import { href } from '../router.js';
 
-/** One charger: each connector live with its commands, the last hour's power, schedules, commands and events. */
+/**
+ * One charger: each connector live with its commands and maintenance, restart, the last hour's power, commands,
+ * configuration, diagnostics, schedules and events.
+ */
 export function DevicePage({ deviceId }: { deviceId: string }) {
   const { api } = useApp();
   const fleet = useFleet();
   const now = useNow(1000);
   const [sent, setSent] = useState<Sent[]>([]);
   const [schedulesVersion, setSchedulesVersion] = useState(0);
+  const [eventsVersion, setEventsVersion] = useState(0);
   // The fleet's copy is live; a charger outside it (beyond the overview's first 1000) is read once.
   const fetched = useLoad(
     () =>
@@ -90,6 +98,11 @@ export function DevicePage({ deviceId }: { deviceId: string }) {
                 Connector {c.connector_id}{' '}
                 <Badge kind={online ? c.status : 'offline'}>{online ? c.status : 'unavailable'}</Badge>
                 {c.v2g_capable ? <Badge kind="v2g">V2G</Badge> : null}
+                {c.available === false ? (
+                  <Badge kind="unavailable">
+                    <span data-out-of-service>out of service</span>
+                  </Badge>
+                ) : null}
               </h2>
               <dl class="readings">
                 <dt>Power</dt>
@@ -113,14 +126,28 @@ export function DevicePage({ deviceId }: { deviceId: string }) {
                 v2g={c.v2g_capable === true}
                 onSent={onSent}
               />
+              <ConnectorMaintenance
+                deviceId={device.device_id}
+                connectorId={c.connector_id}
+                available={c.available}
+                onSent={onSent}
+              />
             </li>
           );
         })}
       </ul>
+      <MaintenanceActions
+        deviceId={device.device_id}
+        name={device.sn ?? device.device_id}
+        onSent={onSent}
+        onBack={() => setEventsVersion((v) => v + 1)}
+      />
       <Section title="Power, last hour">
         <DevicePowerChart device={device} />
       </Section>
       <CommandsPanel deviceId={device.device_id} sent={sent} />
+      <ConfigurationTable deviceId={device.device_id} onSent={onSent} refreshKey={eventsVersion} />
+      <DiagnosticsPanel deviceId={device.device_id} onSent={onSent} />
       <SchedulesPanel
         deviceId={device.device_id}
         connectors={connectors.map((c) => c.connector_id)}
@@ -133,7 +160,7 @@ export function DevicePage({ deviceId }: { deviceId: string }) {
         timezone={site?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone}
         onSent={onSent}
       />
-      <EventsPanel deviceId={device.device_id} />
+      <EventsPanel deviceId={device.device_id} refreshKey={eventsVersion} />
     </>
   );
 }
