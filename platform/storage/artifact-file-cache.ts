@@ -15,6 +15,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
+import { everyChunk } from './chunk-reads.js';
 
 /** What a copy is made from and checked against. */
 export interface CachedArtifact {
@@ -65,17 +66,16 @@ export function createArtifactFileCache(options: {
     const hash = createHash('sha256');
     let written = 0;
     try {
-      const count = Math.ceil(artifact.size / artifact.chunk_bytes);
-      for (let first = 0; first < count; first += CHUNKS_PER_READ) {
-        const last = Math.min(count, first + CHUNKS_PER_READ) - 1;
-        const chunks = await options.readChunks(artifact.artifact_id, first, last);
-        if (chunks.length !== last - first + 1)
-          throw new Error(`artifact ${artifact.artifact_id} lost chunks`);
-        for (const chunk of chunks) {
-          hash.update(chunk);
-          written += chunk.length;
-          if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
-        }
+      const chunks = everyChunk(
+        (first, last) => options.readChunks(artifact.artifact_id, first, last),
+        Math.ceil(artifact.size / artifact.chunk_bytes),
+        CHUNKS_PER_READ,
+        `artifact ${artifact.artifact_id}`,
+      );
+      for await (const chunk of chunks) {
+        hash.update(chunk);
+        written += chunk.length;
+        if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
       }
       out.end();
       await finished(out);

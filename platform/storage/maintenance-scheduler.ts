@@ -1,5 +1,7 @@
+import { DIAGNOSTICS_RETENTION_DAYS } from '../../shared/index.js';
 import type { OpenedBackend, RetentionSteps } from './maintenance-steps.js';
 import {
+  DIAGNOSTICS_BATCH,
   type PrunedKind,
   RETENTION_BATCH,
   type RetentionPolicy,
@@ -109,7 +111,8 @@ export function withMaintenance(backend: OpenedBackend, options: MaintenanceOpti
 /**
  * Retention passes (DESIGN.md §12) under `policy`: telemetry, then history (device events, firmware reports,
  * finished commands with their history, finished controls), then rollups; 0 days keeps that kind forever and
- * charging records are always kept. One pass at a time; concurrent calls share it.
+ * charging records are always kept. Diagnostics go after DIAGNOSTICS_RETENTION_DAYS whatever the policy (the
+ * contract's promise, DESIGN.md §20). One pass at a time; concurrent calls share it.
  */
 function createRetentionPasses(steps: RetentionSteps, { policy, now }: MaintenanceOptions) {
   const pruned: Record<PrunedKind, number> = {
@@ -119,6 +122,7 @@ function createRetentionPasses(steps: RetentionSteps, { policy, now }: Maintenan
     commands: 0,
     controls: 0,
     energy_rollups: 0,
+    diagnostics: 0,
   };
   let passes = 0;
   let lastPassMs: number | null = null;
@@ -165,10 +169,19 @@ function createRetentionPasses(steps: RetentionSteps, { policy, now }: Maintenan
       return n === RETENTION_BATCH;
     });
 
+  const pruneDiagnostics = async (before: number) => {
+    for (;;) {
+      const n = await steps.pruneDiagnostics(before);
+      count('diagnostics', n);
+      if (n < DIAGNOSTICS_BATCH) return;
+    }
+  };
+
   const work = async () => {
     if (policy.telemetryDays > 0) await steps.pruneTelemetry(cutoff(policy.telemetryDays), count);
     if (policy.historyDays > 0) await pruneHistory(cutoff(policy.historyDays));
     if (policy.rollupDays > 0) await pruneRollups(cutoff(policy.rollupDays));
+    await pruneDiagnostics(cutoff(DIAGNOSTICS_RETENTION_DAYS));
   };
 
   const pass = singleFlight(async () => {

@@ -32,6 +32,11 @@ export interface RetentionSteps {
   pruneControls(beforeMs: number): Promise<number>;
   /** One batch of a device's rollups of buckets before `beforeMs`: how many. */
   pruneRollups(deviceId: string, beforeMs: number): Promise<number>;
+  /**
+   * One batch of diagnostics records requested before `beforeMs`, each with its archive's chunks: how many
+   * records (at most `DIAGNOSTICS_BATCH`, retention-policy.ts).
+   */
+  pruneDiagnostics(beforeMs: number): Promise<number>;
 }
 
 export interface UpkeepSteps {

@@ -20,7 +20,9 @@ export type PrunedKind =
   | 'firmware_status'
   | 'commands'
   | 'controls'
-  | 'energy_rollups';
+  | 'energy_rollups'
+  /** Diagnostics records (DESIGN.md §20), each with its archive's chunks. */
+  | 'diagnostics';
 
 export interface RetentionStats {
   /** Rows deleted since start, by kind. */
@@ -32,6 +34,11 @@ export interface RetentionStats {
 
 /** Rows retention deletes per statement or transaction, on both backends: no request waits long behind one. */
 export const RETENTION_BATCH = 2000;
+/**
+ * Diagnostics records deleted per transaction, each with its archive (up to 20 MiB in chunks): a few, so that a
+ * batch frees at most about 100 MiB.
+ */
+export const DIAGNOSTICS_BATCH = 5;
 
 /**
  * The setting holding the newest time (ms) of any telemetry row pruned: raw telemetry after it is complete.

@@ -17,6 +17,7 @@ import type { AvailabilityOf, CommandRow, NewCommand } from './command-types.js'
 import type { ConfigurationRepository } from './configuration-repository.js';
 import type { DeviceRepository, DeviceVersions } from './device-repository.js';
 import type { DeviceSecretRepository } from './device-secret-repository.js';
+import type { DiagnosticsRepository } from './diagnostics-repository.js';
 import type { ClientEntry, DeviceEntry } from './directory-rows.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
 import type { Page } from './page.js';
@@ -306,6 +307,7 @@ export type {
   TargetedDevice,
 } from './device-repository.js';
 export type { DeviceSecretRepository, StoredRotationOutcome } from './device-secret-repository.js';
+export type { DiagnosticsRepository, DiagnosticsRow, NewDiagnostics } from './diagnostics-repository.js';
 export type { ClientEntry, DeviceEntry } from './directory-rows.js';
 export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
 export type { Page } from './page.js';
@@ -367,4 +369,5 @@ export type Store = OperatorDirectory &
   EnrolmentRepository &
   ArtifactRepository &
   UpdateRepository &
+  DiagnosticsRepository &
   Maintenance;

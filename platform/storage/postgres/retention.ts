@@ -1,5 +1,9 @@
 import type { CountPruned, RetentionSteps } from '../maintenance-steps.js';
-import { RETENTION_BATCH as BATCH, TELEMETRY_PRUNED_THROUGH_SETTING } from '../retention-policy.js';
+import {
+  RETENTION_BATCH as BATCH,
+  DIAGNOSTICS_BATCH,
+  TELEMETRY_PRUNED_THROUGH_SETTING,
+} from '../retention-policy.js';
 import type { PgDatabase, Sql } from './database.js';
 import { whileHoldingLock } from './exclusive-jobs.js';
 import type { RollupGate, RollupWatermark } from './rollup-watermark.js';
@@ -13,7 +17,7 @@ import type { TelemetryPartition, TelemetryPartitions } from './telemetry-partit
  *   in it is rolled up; rows of `telemetry_default` (far-off clocks) older than the window are deleted in
  *   batches, rolled-up ones only. Unlike SQLite, a row's arrival time does not keep it longer: a partition
  *   goes as a whole (and ids never restart here, so no newest row is kept).
- * - History and rollups in batches, as on SQLite.
+ * - History, rollups and diagnostics in batches, as on SQLite.
  *
  * One instance prunes at a time (a session advisory lock for the pass).
  */
@@ -145,9 +149,21 @@ function createTelemetryPruning(db: PgDatabase, partitions: TelemetryPartitions,
   };
 }
 
-/** The steps of history and rollups: statements on `db`, a batch each. */
+/** The steps of history, rollups and diagnostics: statements on `db`, a batch each. */
 function historySteps(db: PgDatabase): Omit<RetentionSteps, 'alone' | 'pruneTelemetry'> {
   return {
+    pruneDiagnostics: (before) =>
+      // A record an upload holds locked (writing a chunk) is left to the next pass.
+      deleted(
+        db,
+        `WITH doomed AS (
+           SELECT diagnostics_id FROM diagnostics WHERE created_ms < $1 LIMIT ${DIAGNOSTICS_BATCH}
+           FOR UPDATE SKIP LOCKED),
+         c AS (DELETE FROM diagnostics_chunks WHERE diagnostics_id IN (SELECT diagnostics_id FROM doomed)),
+         d AS (DELETE FROM diagnostics WHERE diagnostics_id IN (SELECT diagnostics_id FROM doomed) RETURNING 1)
+         SELECT count(*) AS n FROM d`,
+        [before],
+      ),
     async devicesAfter(after, limit) {
       const rows = await db.query<{ device_id: string }>(
         'SELECT device_id FROM devices WHERE device_id > $1 ORDER BY device_id LIMIT $2',

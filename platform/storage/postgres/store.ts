@@ -9,6 +9,7 @@ import { DIRECTORY_CHANNEL, openPgDatabase, type PgDatabase } from './database.j
 import { createPgDeviceHistory } from './device-history.js';
 import { createPgDeviceSecrets } from './device-secrets.js';
 import { createPgDevices } from './devices.js';
+import { createPgDiagnostics } from './diagnostics.js';
 import { createPgDirectory } from './directory.js';
 import { createPgEnergyRollups } from './energy-rollups.js';
 import { createPgEnrolments } from './enrolments.js';
@@ -70,6 +71,7 @@ export async function openPostgresBackend(
   const enrolments = createPgEnrolments(db, now);
   const artifacts = createPgArtifacts(db);
   const updates = createPgUpdates(db);
+  const diagnostics = createPgDiagnostics(db);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
   const pruning = createPgRetention(db, partitions, rollups);
 
@@ -89,6 +91,7 @@ export async function openPostgresBackend(
     ...enrolments,
     ...artifacts,
     ...updates,
+    ...diagnostics,
     externalChangeVersion() {
       return changes?.version() ?? 0;
     },

@@ -1,6 +1,10 @@
 import type Database from 'better-sqlite3';
 import type { RetentionSteps } from '../maintenance-steps.js';
-import { RETENTION_BATCH as BATCH, TELEMETRY_PRUNED_THROUGH_SETTING } from '../retention-policy.js';
+import {
+  RETENTION_BATCH as BATCH,
+  DIAGNOSTICS_BATCH,
+  TELEMETRY_PRUNED_THROUGH_SETTING,
+} from '../retention-policy.js';
 
 /**
  * Retention's steps (DESIGN.md §12) on SQLite, a small batch per write so that no request waits behind them;
@@ -12,6 +16,7 @@ import { RETENTION_BATCH as BATCH, TELEMETRY_PRUNED_THROUGH_SETTING } from '../r
  *   newest row is always kept, so that row ids never restart (rollups and the live state follow them).
  * - History: device events, firmware reports, finished commands with their history, and finished controls.
  * - Rollups, per device along their primary key.
+ * - Diagnostics records by their creation time, each with its archive's chunks.
  */
 export interface SqliteRetention extends RetentionSteps {
   /** The newest time (ms) of any telemetry row pruned: raw telemetry after it is complete. */
@@ -109,6 +114,15 @@ export function createSqliteRetention(
       ),
     pruneControls: (before) => write(() => stmt.deleteControls.run(before).changes),
     pruneRollups: (id, before) => write(() => stmt.deleteRollups.run(id, before).changes),
+    pruneDiagnostics: (before) =>
+      write(() => {
+        const ids = stmt.oldDiagnostics.all(before) as string[];
+        for (const id of ids) {
+          stmt.deleteDiagnosticsChunks.run(id);
+          stmt.deleteDiagnostics.run(id);
+        }
+        return ids.length;
+      }),
     telemetryHorizonMs() {
       return prunedThroughMs;
     },
@@ -149,6 +163,11 @@ function retentionStatements(db: Database.Database) {
       `DELETE FROM controls WHERE rowid IN
          (SELECT rowid FROM controls WHERE status <> 'executing' AND ends_ms < ? LIMIT ${BATCH})`,
     ),
+    oldDiagnostics: db
+      .prepare(`SELECT diagnostics_id FROM diagnostics WHERE created_ms < ? LIMIT ${DIAGNOSTICS_BATCH}`)
+      .pluck(),
+    deleteDiagnosticsChunks: db.prepare('DELETE FROM diagnostics_chunks WHERE diagnostics_id = ?'),
+    deleteDiagnostics: db.prepare('DELETE FROM diagnostics WHERE diagnostics_id = ?'),
   };
 }
 

@@ -12,6 +12,7 @@ import { DATABASE_FILE, openDatabase, placeholders, statementCache } from './dat
 import { createSqliteDeviceHistory } from './device-history.js';
 import { createSqliteDeviceSecrets } from './device-secrets.js';
 import { createSqliteDevices } from './devices.js';
+import { createSqliteDiagnostics } from './diagnostics.js';
 import { createSqliteDirectory } from './directory.js';
 import { createSqliteEnergyRollups } from './energy-rollups.js';
 import { createSqliteEnrolments } from './enrolments.js';
@@ -81,6 +82,11 @@ export function openSqliteBackend(
   const webhooks = createSqliteWebhooks(db);
   const enrolments = createSqliteEnrolments(db, now);
   const artifacts = createSqliteArtifacts({ db, prepared, reader, write: (run) => batcher.write(run) });
+  const diagnostics = createSqliteDiagnostics({
+    db,
+    write: (run) => batcher.write(run),
+    commands: inTransaction,
+  });
 
   // Retention reads the rollups' watermark and rollups read retention's horizon, each through a function
   // called only once both exist.
@@ -107,6 +113,7 @@ export function openSqliteBackend(
     ...enrolments,
     ...artifacts,
     ...updates,
+    ...diagnostics,
     async listChargingRecords(operatorIds, q) {
       return records.list(operatorIds, q);
     },

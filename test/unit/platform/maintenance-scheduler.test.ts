@@ -5,7 +5,11 @@ import type {
   Repositories,
   RetentionSteps,
 } from '../../../platform/storage/maintenance-steps.js';
-import { RETENTION_BATCH, type RetentionPolicy } from '../../../platform/storage/retention-policy.js';
+import {
+  DIAGNOSTICS_BATCH,
+  RETENTION_BATCH,
+  type RetentionPolicy,
+} from '../../../platform/storage/retention-policy.js';
 import { gate } from '../../helpers/held-jobs.js';
 
 /**
@@ -58,6 +62,10 @@ function fakeSteps(batches: Partial<Record<string, number[]>> = {}, alone = true
         calls.push(`rollups ${id} ${day(before)}`);
         return next(`rollups ${id}`);
       },
+      async pruneDiagnostics(before) {
+        calls.push(`diagnostics ${day(before)}`);
+        return next('diagnostics');
+      },
     },
   };
 }
@@ -88,12 +96,14 @@ describe('retention passes above the backends', () => {
         'controls 180',
         'rollups d1 1830',
         'rollups d2 1830',
+        'diagnostics 30',
       ],
     },
-    { policy: { telemetryDays: 0, historyDays: 0, rollupDays: 0 }, calls: ['alone'] },
+    // Diagnostics go after 30 days whatever the policy (DESIGN.md §20).
+    { policy: { telemetryDays: 0, historyDays: 0, rollupDays: 0 }, calls: ['alone', 'diagnostics 30'] },
     {
       policy: { telemetryDays: 7, historyDays: 0, rollupDays: 10 },
-      calls: ['alone', 'telemetry 7', 'rollups d1 10', 'rollups d2 10'],
+      calls: ['alone', 'telemetry 7', 'rollups d1 10', 'rollups d2 10', 'diagnostics 30'],
     },
   ])('prunes the kinds $policy keeps for a while, each from its own cutoff', async ({ policy, calls }) => {
     const fake = fakeSteps();
@@ -117,6 +127,7 @@ describe('retention passes above the backends', () => {
       commands: [4],
       controls: [B, B, 2],
       'rollups d2': [B, 1],
+      diagnostics: [DIAGNOSTICS_BATCH, 2],
     });
     const store = storeOver(fake.steps, { telemetryDays: 30, historyDays: 180, rollupDays: 1830 });
     await store.runMaintenance();
@@ -124,6 +135,7 @@ describe('retention passes above the backends', () => {
     expect(fake.calls.filter((c) => c.startsWith('history d2'))).toHaveLength(1);
     expect(fake.calls.filter((c) => c.startsWith('controls'))).toHaveLength(3);
     expect(fake.calls.filter((c) => c.startsWith('rollups d2'))).toHaveLength(2);
+    expect(fake.calls.filter((c) => c.startsWith('diagnostics'))).toHaveLength(2);
     expect(store.maintenanceStats().pruned).toEqual({
       telemetry: 5,
       device_events: B + 3,
@@ -131,6 +143,7 @@ describe('retention passes above the backends', () => {
       commands: 4,
       controls: 2 * B + 2,
       energy_rollups: B + 1,
+      diagnostics: DIAGNOSTICS_BATCH + 2,
     });
   });
 
@@ -157,7 +170,7 @@ describe('retention passes above the backends', () => {
     const second = store.runMaintenance();
     held.open();
     await Promise.all([first, second]);
-    expect(fake.calls).toEqual(['alone', 'telemetry 30']);
+    expect(fake.calls).toEqual(['alone', 'telemetry 30', 'diagnostics 30']);
     expect(store.maintenanceStats().retentionPasses).toBe(1);
     await store.runMaintenance();
     expect(store.maintenanceStats().retentionPasses).toBe(2);
