@@ -30,6 +30,7 @@ const POSTGRES_ONLY = [
   'test/integration/client-lifecycle-instances.test.ts',
   'test/integration/trust-across-instances.test.ts',
   'test/integration/updates-across-instances.test.ts',
+  'test/integration/diagnostics-across-instances.test.ts',
   'test/integration/several-instances.test.ts',
   'test/integration/several-instances-limits-and-credentials.test.ts',
   'test/integration/stream-across-instances.test.ts',

@@ -26,6 +26,8 @@ import { createCommandService } from './services/command-service.js';
 import { createControlService } from './services/control-service.js';
 import { createDeviceReportingService } from './services/device-reporting-service.js';
 import { createDeviceSecretService } from './services/device-secret-service.js';
+import { createDiagnosticsService, failDiagnosticsWithCommand } from './services/diagnostics-service.js';
+import { createDiagnosticsUploads } from './services/diagnostics-upload.js';
 import { createLiveness } from './services/liveness.js';
 import { createMaintenanceService } from './services/maintenance-service.js';
 import { createOperatorCommandService } from './services/operator-command-service.js';
@@ -263,6 +265,7 @@ function createContext(
     notifier,
     events,
     controlChanged: (control, atMs) => webhooks.controlStatus(control, atMs),
+    commandChanged: failDiagnosticsWithCommand(store),
   });
   const updateStatus = (update: UpdateRow, progress: Record<string, number>, atMs: number) =>
     webhooks.updateStatus(update, progress, atMs);
@@ -318,6 +321,12 @@ function createContext(
     reads: createOperatorReadService({ store, tenancy, liveness, now }),
     operatorCommands: createOperatorCommandService({ store, tenancy, commands, now }),
     maintenance: createMaintenanceService({ store, tenancy, commands, now }),
+    diagnostics: createDiagnosticsService({ store, tenancy, commands, now }),
+    diagnosticsUploads: createDiagnosticsUploads({
+      store,
+      now,
+      available: (row) => webhooks.diagnosticsAvailable(row),
+    }),
     controls: createControlService({ store, commands, tenancy, now, webhooks }),
     artifacts: createArtifactService({
       store,

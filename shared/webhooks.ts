@@ -25,6 +25,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'charging_record.created',
   'firmware.status_changed',
   'update.status_changed',
+  'diagnostics.available',
   'webhook.test',
 ] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES);
@@ -157,6 +158,15 @@ export const WEBHOOK_EVENT_DATA = {
     /** How many chargers are in each state. */
     progress: z.record(z.string(), z.number().int()),
     at: Timestamp,
+  }),
+  /** A diagnostics archive (DESIGN.md §20) is uploaded whole and checked: download it from the operator API. */
+  'diagnostics.available': z.object({
+    diagnostics_id: z.string(),
+    device_id: z.string(),
+    /** Bytes of the archive. */
+    size: z.number().int(),
+    /** Lowercase hex of the archive's SHA-256 (the download's ETag). */
+    sha256: z.string(),
   }),
   'webhook.test': z.object({ webhook_id: z.string() }),
 } satisfies Record<WebhookEventType, z.core.$ZodType>;

@@ -8,6 +8,8 @@ import type { CommandService } from '../services/command-service.js';
 import type { ControlService } from '../services/control-service.js';
 import type { DeviceReportingService } from '../services/device-reporting-service.js';
 import type { DeviceSecretService } from '../services/device-secret-service.js';
+import type { DiagnosticsService } from '../services/diagnostics-service.js';
+import type { DiagnosticsUploads } from '../services/diagnostics-upload.js';
 import type { Liveness } from '../services/liveness.js';
 import type { MaintenanceService } from '../services/maintenance-service.js';
 import type { OperatorCommandService } from '../services/operator-command-service.js';
@@ -58,6 +60,10 @@ export interface PlatformContext {
   operatorCommands: OperatorCommandService;
   /** Remote maintenance of one charger: reset, availability, unlock, configuration (DESIGN.md §20). */
   maintenance: MaintenanceService;
+  /** Diagnostics archives: operators ask for them, follow them and download them (DESIGN.md §20). */
+  diagnostics: DiagnosticsService;
+  /** Chargers' uploads of diagnostics archives, resumable, checked once whole. */
+  diagnosticsUploads: DiagnosticsUploads;
   /** Load-flexibility controls. */
   controls: ControlService;
   /** Update artifacts: an operator's signed files, stored in chunks (DESIGN.md §19). */

@@ -262,14 +262,24 @@ const FILE_HEADERS = {
 
 /** A route answering a file: 200 (the whole), 206 (a range) as binary, errors as usual. */
 function binaryOperationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSchema {
-  const file = { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } };
+  const binary = r.binary!;
+  const file = {
+    [binary.contentType ?? 'application/octet-stream']: { schema: { type: 'string', format: 'binary' } },
+  };
+  const own = Object.fromEntries(
+    Object.entries(binary.headers ?? {}).map(([name, h]) => [
+      name,
+      { description: h.description, schema: { type: 'string' } },
+    ]),
+  );
+  const headers = { ...FILE_HEADERS, ...own };
   const operation = operationOf({ ...r, binary: undefined, response: ErrorResponse }, schemas);
   const responses = operation.responses as Record<string, unknown>;
-  responses['200'] = { description: r.binary!.description, headers: FILE_HEADERS, content: file };
-  if (r.binary!.partial) {
+  responses['200'] = { description: binary.description, headers, content: file };
+  if (binary.partial) {
     responses['206'] = {
       description: 'The range asked for (Range: bytes=N-), with Content-Range',
-      headers: { ...FILE_HEADERS, 'Content-Range': { schema: { type: 'string' } } },
+      headers: { ...headers, 'Content-Range': { schema: { type: 'string' } } },
       content: file,
     };
     responses['416'] = errorRef(416);

@@ -57,9 +57,16 @@ export interface RouteSpec<
   streamed?: { description: string };
   /**
    * The answer is a file, not JSON: the handler returns a `BinaryAnswer` (status, headers, a stream) and
-   * `response` is not used. `description` documents it; `partial` says it answers ranges (206, 416).
+   * `response` is not used. `description` documents it; `partial` says it answers ranges (206, 416);
+   * `contentType` is its media type (default `application/octet-stream`); `headers` documents further headers
+   * of the answer, by name.
    */
-  binary?: { description: string; partial?: boolean };
+  binary?: {
+    description: string;
+    partial?: boolean;
+    contentType?: string;
+    headers?: Record<string, { description: string }>;
+  };
   /** Request headers to validate before the handler runs (and to document), by lower-case name. */
   headers?: Schema;
   query?: Q;

@@ -1,17 +1,15 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../shared/index.js';
 import { ApiError, errors } from '../domain/api-error.js';
-import { decideRange } from '../domain/byte-range.js';
 import type { ArtifactFileCache } from '../storage/artifact-file-cache.js';
 import type { Store } from '../storage/store.js';
+import { chunkedFile, chunkStream, downloadHeaders, downloadRange } from './chunked-download.js';
 import { createBufferPool, fileDownloadBody } from './file-download-body.js';
 import { createTickBudget } from './tick-budget.js';
 
 /** Downloads one instance serves at once (DESIGN.md §19); more are told to come back (429, Retry-After). */
 export const DOWNLOADS_PER_INSTANCE = 64;
-/** What a download served from the stored chunks writes to its socket at once. */
-const SLICE_BYTES = 64 * 1024;
 /** Chunks read and handed to sockets per turn of the event loop, across every download of the instance. */
 const CHUNKS_PER_TICK = 4;
 /** What a download reads from the local copy at once, into a pooled buffer (file-download-body.ts). */
@@ -27,38 +25,14 @@ export interface ArtifactDownload {
   body: Readable;
 }
 
-/**
- * The bytes `start`..`end` (inclusive) of an artifact, read one stored chunk at a time as the client takes them:
- * a slow charger holds one chunk in memory, not its file. `lastRead` is told once the last chunk is read.
- */
-function chunkStream(
+/** An artifact's stored chunks, as a download reads them. */
+const storedChunks = (
   store: Pick<Store, 'readArtifactChunks'>,
   artifact: { artifact_id: string; chunk_bytes: number },
-  range: { start: number; end: number },
-  hooks: { turn: () => Promise<void>; lastRead: () => void },
-): Readable {
-  const { start, end } = range;
-  const artifactId = artifact.artifact_id;
-  const chunkBytes = artifact.chunk_bytes;
-  async function* bytes(): AsyncGenerator<Buffer> {
-    const first = Math.floor(start / chunkBytes);
-    const last = Math.floor(end / chunkBytes);
-    for (let index = first; index <= last; index++) {
-      await hooks.turn();
-      const [chunk] = await store.readArtifactChunks(artifactId, index, index);
-      // Deleted while it was being read: the answer ends short, which the charger's size check catches.
-      if (!chunk) throw new Error(`artifact ${artifactId} lost chunk ${index} while it was served`);
-      const base = index * chunkBytes;
-      const from = Math.max(start - base, 0);
-      const to = Math.min(end - base + 1, chunk.length);
-      if (index === last) hooks.lastRead();
-      // Handed over in slices: a socket's buffer then holds a slice, not a chunk, while its charger reads.
-      for (let at = from; at < to; at += SLICE_BYTES)
-        yield chunk.subarray(at, Math.min(at + SLICE_BYTES, to));
-    }
-  }
-  return Readable.from(bytes(), { objectMode: false });
-}
+) =>
+  chunkedFile(`artifact ${artifact.artifact_id}`, artifact.chunk_bytes, (first, last) =>
+    store.readArtifactChunks(artifact.artifact_id, first, last),
+  );
 
 /**
  * Artifact downloads by chargers (DESIGN.md §19): only a charger that was sent an update of the artifact may
@@ -96,25 +70,14 @@ export function createArtifactDownloads(deps: {
       ]);
       if (!artifact || !allowed) throw errors.notFound('Artifact');
       const etag = `"${artifact.sha256}"`;
-      const decision = decideRange(request.range, request.ifRange, artifact.size, etag);
-      if (decision.kind === 'unsatisfiable') {
-        throw new ApiError(
-          ErrorCode.VALIDATION,
-          `Range not satisfiable: the file has ${artifact.size} bytes`,
-          {
-            status: 416,
-            headers: { 'content-range': `bytes */${artifact.size}` },
-          },
-        );
-      }
+      const range = downloadRange(request, artifact.size, etag);
       if (active >= limit) {
         throw new ApiError(ErrorCode.RATE_LIMITED, `This instance serves ${limit} downloads already`, {
           details: { retry_after_seconds: DOWNLOAD_RETRY_AFTER_SECONDS },
           headers: { 'retry-after': String(DOWNLOAD_RETRY_AFTER_SECONDS) },
         });
       }
-      const [start, end] =
-        decision.kind === 'partial' ? [decision.start, decision.end] : [0, artifact.size - 1];
+      const { start, end } = range;
       // The slot is freed once the last chunk is read (a charger that takes its next download on the same
       // connection as soon as it has every byte must not find it still taken), or when the stream is torn down.
       let counted = true;
@@ -128,25 +91,22 @@ export function createArtifactDownloads(deps: {
         const file = deps.cache ? await deps.cache.fileOf(artifact) : undefined;
         body = file
           ? fileDownloadBody(file, { start, end }, { pool, turn: fileTurn, lastRead: release })
-          : chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
+          : chunkStream(storedChunks(deps.store, artifact), range, { turn, lastRead: release });
       } catch (error) {
         deps.logger?.warn(
           { artifact_id: artifactId, err: (error as Error).message },
           'no local copy of the artifact: served from the stored chunks',
         );
-        body = chunkStream(deps.store, artifact, { start, end }, { turn, lastRead: release });
+        body = chunkStream(storedChunks(deps.store, artifact), range, { turn, lastRead: release });
       }
       body.once('end', release);
       body.once('close', release);
-      const headers: Record<string, string> = {
-        'content-type': 'application/octet-stream',
-        'content-length': String(end - start + 1),
-        'accept-ranges': 'bytes',
+      const headers = downloadHeaders(range, {
+        size: artifact.size,
         etag,
-        'cache-control': 'private, no-transform',
-      };
-      if (decision.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${artifact.size}`;
-      return { status: decision.kind === 'partial' ? 206 : 200, headers, body };
+        contentType: 'application/octet-stream',
+      });
+      return { status: range.partial ? 206 : 200, headers, body };
     },
   };
 }

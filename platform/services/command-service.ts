@@ -6,6 +6,7 @@ import type {
   CommandWithHistory,
   ControlRow,
   NewCommand,
+  NewDiagnostics,
   Page,
   ScheduleRow,
   StatusReport,
@@ -26,6 +27,12 @@ export interface CommandServiceDeps {
   events: PlatformEvents;
   /** Told of each control the sweep completed (webhooks). */
   controlChanged?: (control: ControlRow, atMs: number) => void;
+  /**
+   * Told of each command a change moved, and of a command a charger's report repeats (its first telling may have
+   * been lost), after storage committed; awaited, so that what it does is done before the change is answered
+   * (diagnostics fail with their `upload_diagnostics` command).
+   */
+  commandChanged?: (command: CommandRow, atMs: number) => Promise<void>;
 }
 
 export function createCommandService(deps: CommandServiceDeps) {
@@ -38,9 +45,13 @@ export function createCommandService(deps: CommandServiceDeps) {
       events.commandStatus(c, c.created_ms);
     }
   };
-  const changed = (rows: readonly CommandRow[], atMs: number) => {
+  const told = async (rows: readonly CommandRow[], atMs: number) => {
+    if (deps.commandChanged) for (const c of rows) await deps.commandChanged(c, atMs);
+  };
+  const changed = async (rows: readonly CommandRow[], atMs: number) => {
     const { events } = deps;
     for (const c of rows) events.commandStatus(c, atMs);
+    await told(rows, atMs);
   };
 
   return {
@@ -48,6 +59,12 @@ export function createCommandService(deps: CommandServiceDeps) {
       const rows = await store.enqueueCommands(commands, nowMs);
       queued(rows);
       return rows;
+    },
+    /** Stores a diagnostics request and queues its `upload_diagnostics` command, in one transaction. */
+    async requestDiagnostics(row: NewDiagnostics, command: NewCommand): Promise<CommandRow> {
+      const cmd = await store.createDiagnostics(row, command);
+      queued([cmd]);
+      return cmd;
     },
     async saveSchedule(row: ScheduleRow, command: NewCommand): Promise<CommandRow> {
       const cmd = await store.saveSchedule(row, command);
@@ -72,13 +89,13 @@ export function createCommandService(deps: CommandServiceDeps) {
     },
     async cancel(commandId: string, nowMs: number): Promise<CommandRow | 'not_found' | 'conflict'> {
       const outcome = await store.cancelCommand(commandId, nowMs);
-      if (typeof outcome !== 'string') changed([outcome], nowMs);
+      if (typeof outcome !== 'string') await changed([outcome], nowMs);
       return outcome;
     },
     /** Cancels a control's queued commands and queues `reversals` for the chargers that already had it. */
     async cancelControl(controlId: string, reversals: readonly NewCommand[], nowMs: number): Promise<void> {
       const { cancelled, queued: reversed } = await store.cancelControl(controlId, reversals, nowMs);
-      changed(cancelled, nowMs);
+      await changed(cancelled, nowMs);
       queued(reversed);
     },
     /** Starts an update's batch: its `update` commands queued and its chargers moved, in one transaction. */
@@ -95,12 +112,14 @@ export function createCommandService(deps: CommandServiceDeps) {
     /** Cancels an update and its still-queued commands; undefined when it was not running or paused. */
     async cancelUpdate(updateId: string, nowMs: number): Promise<boolean> {
       const outcome = await store.cancelUpdate(updateId, nowMs);
-      if (outcome) changed(outcome.cancelled, nowMs);
+      if (outcome) await changed(outcome.cancelled, nowMs);
       return outcome !== undefined;
     },
     /**
      * A charger's report: it moves the command forward (keeping its `result`), and a `set_availability` that
-     * succeeded sets its connector's availability in the same step (domain/maintenance.ts).
+     * succeeded sets its connector's availability in the same step (domain/maintenance.ts). A report that moved
+     * nothing is told to `commandChanged` too: a charger repeats a report whose answer it lost, maybe because
+     * the first telling failed.
      */
     async reportStatus(
       deviceId: string,
@@ -109,7 +128,8 @@ export function createCommandService(deps: CommandServiceDeps) {
       nowMs: number,
     ): Promise<StatusReportOutcome> {
       const result = await store.reportCommandStatus(deviceId, commandId, report, nowMs, availabilityAfter);
-      if (result.outcome === 'ok' && result.changed) changed([result.command], nowMs);
+      if (result.outcome === 'ok' && result.changed) await changed([result.command], nowMs);
+      else if (result.outcome === 'ok') await told([result.command], nowMs);
       return result;
     },
     /** A charger's pending commands; those it gets for the first time are streamed as `delivered`. */
@@ -126,7 +146,7 @@ export function createCommandService(deps: CommandServiceDeps) {
     },
     /** The sweep: commands past their expiry, and controls whose window has ended. */
     async sweep(nowMs: number): Promise<void> {
-      changed(await store.expireCommands(nowMs), nowMs);
+      await changed(await store.expireCommands(nowMs), nowMs);
       const completed = await store.completeControls(nowMs);
       for (const c of completed) deps.controlChanged?.(c, nowMs);
     },

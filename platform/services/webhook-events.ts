@@ -9,7 +9,15 @@ import type {
 import { toTimestamp } from '../../shared/index.js';
 import { mayFollowControl } from '../domain/flexibility.js';
 import { newId } from '../domain/ids.js';
-import type { ControlRow, DeviceRow, NewDelivery, Store, UpdateRow, WebhookRow } from '../storage/store.js';
+import type {
+  ControlRow,
+  DeviceRow,
+  DiagnosticsRow,
+  NewDelivery,
+  Store,
+  UpdateRow,
+  WebhookRow,
+} from '../storage/store.js';
 import type { PlatformEvents } from './platform-events.js';
 import type { PrincipalDirectory } from './principal-directory.js';
 
@@ -255,6 +263,16 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
       };
       if (update.reason !== null) data.reason = update.reason;
       queue(hooks, 'update.status_changed', data, atMs);
+    },
+    /** A diagnostics archive became available (DESIGN.md §20): once, by the instance that checked it. */
+    diagnosticsAvailable(row: DiagnosticsRow) {
+      const data: Data = {
+        diagnostics_id: row.diagnostics_id,
+        device_id: row.device_id,
+        size: row.size,
+        sha256: row.sha256,
+      };
+      emit('diagnostics.available', row.device_id, data, row.updated_ms);
     },
     /** A test event to one endpoint, whatever it subscribes to; answers the queued delivery's id. */
     async test(hook: WebhookRow): Promise<string> {

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import type { AnyRoute } from '../../platform/http/route-spec.js';
 import type { HttpResult } from './platform.js';
@@ -22,6 +23,8 @@ export interface Ids {
   delivery_id: string;
   artifact_id: string;
   update_id: string;
+  /** A diagnostics request for the device (DESIGN.md §20). */
+  diagnostics_id: string;
 }
 
 export const iso = (ms: number) => new Date(ms).toISOString();
@@ -40,6 +43,7 @@ export function pathOf(route: AnyRoute, ids: Ids): string {
     delivery_id: ids.delivery_id,
     artifact_id: ids.artifact_id,
     update_id: ids.update_id,
+    diagnostics_id: ids.diagnostics_id,
   };
   return route.url.replace(/:([A-Za-z_]+)/g, (_m, name: string) => {
     const v = values[name];
@@ -109,6 +113,24 @@ export function bodyOf(route: AnyRoute, ids: Ids): unknown {
   };
   if (key(route) in bodies) return bodies[key(route)];
   return route.method === 'POST' && route.body && !route.bodyOptional ? 'missing' : undefined;
+}
+
+/** A file sent as the body, for the routes that take one instead of JSON. */
+export interface RawRequest {
+  body: Buffer;
+  contentType: string;
+  headers: Record<string, string>;
+}
+
+/** The valid file body of a route that takes one (a diagnostics archive, whole); undefined for JSON routes. */
+export function rawRequestOf(route: AnyRoute): RawRequest | undefined {
+  if (key(route) !== 'PUT /v1/device/diagnostics/:diagnostics_id') return undefined;
+  const archive = gzipSync(Buffer.from('a diagnostics archive'));
+  return {
+    body: archive,
+    contentType: 'application/octet-stream',
+    headers: { 'content-range': `bytes 0-${archive.length - 1}/${archive.length}` },
+  };
 }
 
 /** Exactly the documented refusal: status, code, a message, nothing else in the body. */

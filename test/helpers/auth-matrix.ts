@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { AnyRoute } from '../../platform/http/route-spec.js';
-import { bodyOf, type Ids, pathOf, queryOf } from './auth-matrix-requests.js';
+import { bodyOf, type Ids, pathOf, queryOf, rawRequestOf } from './auth-matrix-requests.js';
 import {
   createTenant,
   type HttpResult,
@@ -137,6 +137,10 @@ export class AuthMatrix {
       },
     });
     expect(update.status, update.text).toBe(200);
+    const diagnostics = await this.tp.http.post(`/v1/operator/devices/${device.deviceId}/diagnostics`, {
+      token: c.token,
+    });
+    expect(diagnostics.status, diagnostics.text).toBe(200);
     return {
       device_id: device.deviceId,
       site_id: tenant.siteId,
@@ -149,6 +153,7 @@ export class AuthMatrix {
       delivery_id: test.body.data.delivery_id,
       artifact_id: artifact.body.data.artifact_id,
       update_id: update.body.data.update_id,
+      diagnostics_id: diagnostics.body.data.diagnostics_id,
     };
   };
 
@@ -184,9 +189,11 @@ export class AuthMatrix {
   call = async (route: AnyRoute, authorization: string | undefined, ids?: Ids): Promise<HttpResult> => {
     const target = ids ?? this.world!.own;
     const body = bodyOf(route, target);
+    const raw = rawRequestOf(route);
+    const headers = { ...raw?.headers, ...(authorization !== undefined ? { authorization } : {}) };
     return this.tp.http.call(route.method, pathOf(route, target) + queryOf(route, target), {
-      ...(authorization !== undefined ? { headers: { authorization } } : {}),
-      ...(body !== undefined ? { json: body } : {}),
+      ...(Object.keys(headers).length > 0 ? { headers } : {}),
+      ...(raw ? { raw: raw.body, contentType: raw.contentType } : body !== undefined ? { json: body } : {}),
     });
   };
 

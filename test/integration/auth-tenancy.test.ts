@@ -46,6 +46,7 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     'delivery_id',
     'artifact_id',
     'update_id',
+    'diagnostics_id',
   ] as const;
 
   /** The body of an answer with the id replaced, so two answers compare on everything else. */
@@ -93,6 +94,17 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
         'POST /v1/operator/devices/:device_id/connectors/:connector_id/unlock device_id',
         'GET /v1/operator/devices/:device_id/configuration device_id',
         'PATCH /v1/operator/devices/:device_id/configuration device_id',
+      ]),
+    );
+    // Diagnostics (DESIGN.md §20): the device's requests and another tenant's request, on both surfaces.
+    expect(labels).toEqual(
+      expect.arrayContaining([
+        'POST /v1/operator/devices/:device_id/diagnostics device_id',
+        'GET /v1/operator/devices/:device_id/diagnostics device_id',
+        'GET /v1/operator/diagnostics/:diagnostics_id diagnostics_id',
+        'GET /v1/operator/diagnostics/:diagnostics_id/content diagnostics_id',
+        'GET /v1/device/diagnostics/:diagnostics_id diagnostics_id',
+        'PUT /v1/device/diagnostics/:diagnostics_id diagnostics_id',
       ]),
     );
   });
@@ -216,5 +228,10 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
     expect(kinds.length).toBeGreaterThan(0);
     for (const kind of ['reset', 'set_availability', 'unlock_connector', 'set_configuration'])
       expect(kinds).not.toContain(kind);
+    // Nothing was uploaded to the other tenant's diagnostics.
+    for (const diagnosticsId of [foreign.diagnostics_id, aggregated.diagnostics_id]) {
+      const diagnostics = await tp.http.get(`/v1/operator/diagnostics/${diagnosticsId}`, { token: b.token });
+      expect(diagnostics.body.data, diagnostics.text).toMatchObject({ status: 'requested', size: 0 });
+    }
   });
 });

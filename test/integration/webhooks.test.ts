@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_EVENT_TYPES, webhookEventBody } from '../../shared/index.js';
 import {
@@ -283,6 +285,23 @@ describe('events', () => {
     });
     expect(update.status, update.text).toBe(200);
     await tp.http.delete(`/v1/operator/updates/${update.body.data.update_id}`, { token: tenant.token });
+    // diagnostics.available (DESIGN.md §20): once, when the archive is whole and checked; not again for a
+    // repeated upload (answered 409).
+    const diagnostics = await tp.http.post(`/v1/operator/devices/${deviceId}/diagnostics`, {
+      token: tenant.token,
+    });
+    expect(diagnostics.status, diagnostics.text).toBe(200);
+    const diagnosticsId: string = diagnostics.body.data.diagnostics_id;
+    const archive = gzipSync(Buffer.from('a diagnostics archive'));
+    for (const status of [200, 409]) {
+      const sent = await tp.http.call('PUT', `/v1/device/diagnostics/${diagnosticsId}`, {
+        token: d.token,
+        raw: archive,
+        contentType: 'application/octet-stream',
+        headers: { 'content-range': `bytes 0-${archive.length - 1}/${archive.length}` },
+      });
+      expect(sent.status, sent.text).toBe(status);
+    }
     // device.offline
     await tp.http.post('/v1/device/heartbeat', {
       token: d.token,
@@ -311,6 +330,14 @@ describe('events', () => {
     expect(count('charging_record.created')).toBe(1);
     expect(count('firmware.status_changed')).toBe(1);
     expect(count('webhook.test')).toBe(1);
+    expect(mine.filter((e) => e.type === 'diagnostics.available').map((e) => e.data)).toEqual([
+      {
+        diagnostics_id: diagnosticsId,
+        device_id: deviceId,
+        size: archive.length,
+        sha256: createHash('sha256').update(archive).digest('hex'),
+      },
+    ]);
     expect(mine.filter((e) => e.type === 'command.status_changed').map((e) => e.data.status)).toEqual(
       expect.arrayContaining(['delivered', 'accepted', 'succeeded']),
     );

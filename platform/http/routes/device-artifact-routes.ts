@@ -1,5 +1,6 @@
 import { ArtifactParams } from '../../../shared/index.js';
 import type { PlatformContext } from '../context.js';
+import { rangeRequest } from '../range-request.js';
 import { type AnyRoute, BinaryResponse, route } from '../route-spec.js';
 
 /** The charger's download of an update's artifact (DESIGN.md §19). */
@@ -20,16 +21,8 @@ export function deviceArtifactRoutes(ctx: PlatformContext): AnyRoute[] {
       params: ArtifactParams,
       binary: { description: 'The artifact file', partial: true },
       response: BinaryResponse,
-      handler: async ({ params, request }) => {
-        const header = (name: string) => {
-          const value = request.headers[name];
-          return typeof value === 'string' ? value : undefined;
-        };
-        return ctx.downloads.open(request.device!.deviceId, params.artifact_id, {
-          range: header('range'),
-          ifRange: header('if-range'),
-        });
-      },
+      handler: async ({ params, request }) =>
+        ctx.downloads.open(request.device!.deviceId, params.artifact_id, rangeRequest(request)),
     }),
   ];
 }

@@ -34,6 +34,7 @@ import type { PlatformContext } from '../context.js';
 import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-spec.js';
 import { beginCredentialAttempt } from './credential-attempts.js';
 import { deviceArtifactRoutes } from './device-artifact-routes.js';
+import { deviceDiagnosticsRoutes } from './device-diagnostics-routes.js';
 
 const device = { kind: 'device' } as const;
 
@@ -280,5 +281,6 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       },
     }),
     ...deviceArtifactRoutes(ctx),
+    ...deviceDiagnosticsRoutes(ctx),
   ];
 }

@@ -4,6 +4,7 @@ import type { AnyRoute } from '../route-spec.js';
 import { operatorArtifactRoutes } from './operator-artifact-routes.js';
 import { operatorCommandRoutes } from './operator-command-routes.js';
 import { operatorControlRoutes } from './operator-control-routes.js';
+import { operatorDiagnosticsRoutes } from './operator-diagnostics-routes.js';
 import { operatorMaintenanceRoutes } from './operator-maintenance-routes.js';
 import { operatorReadRoutes } from './operator-read-routes.js';
 import { operatorTokenRoute } from './operator-token.js';
@@ -17,6 +18,7 @@ export function operatorRoutes(ctx: PlatformContext, webhooks: WebhookService): 
     ...operatorReadRoutes(ctx),
     ...operatorCommandRoutes(ctx),
     ...operatorMaintenanceRoutes(ctx),
+    ...operatorDiagnosticsRoutes(ctx),
     ...operatorControlRoutes(ctx),
     ...operatorWebhookRoutes(webhooks),
     ...operatorArtifactRoutes(ctx),
