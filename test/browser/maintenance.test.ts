@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { CONFIGURATION_KEY_NAMES, CONFIGURATION_KEYS } from '../../shared/configuration.js';
@@ -7,7 +8,7 @@ import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulate
 import { quietLogger, waitFor } from '../helpers/agent.js';
 import { launchChromium } from '../helpers/browser.js';
 import { runCliJson, type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
-import { openDashboard, screenshot, signIn } from '../helpers/dashboard.js';
+import { openDashboard, SCREENSHOT_DIR, signIn } from '../helpers/dashboard.js';
 import { type HttpClient, httpClient } from '../helpers/platform.js';
 
 /**
@@ -124,6 +125,12 @@ afterAll(async () => {
   await dirs.removeAll();
 });
 
+/** One part of the page (the docs show the part, not the whole long page), where `screenshot` puts them. */
+async function screenshotOf(part: Locator, name: string): Promise<void> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  await part.screenshot({ path: join(SCREENSHOT_DIR, `dashboard-${name}.png`) });
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON, checked field by field
 async function apiGet(path: string): Promise<any> {
   const r = await http.get(path, { token: apiToken });
@@ -180,7 +187,6 @@ describe('remote maintenance on the charger page', () => {
     await expect.poll(() => refused.textContent(), { timeout: 20_000 }).toContain('cannot reboot');
     expect(await refused.textContent()).toContain('Not restarted (rejected)');
     expect(charger.restarts).toBe(0);
-    await screenshot(page, 'device-reset-refused');
 
     // The agent, when idle (no vehicle): it reports succeeded, restarts, and a new boot event shows it back.
     const bootsBefore = await bootEvents();
@@ -209,6 +215,7 @@ describe('remote maintenance on the charger page', () => {
       .toBe(bootsAfter.length);
     expect(await page.locator('[data-device-status]').textContent()).toBe('online');
     expect((await apiGet(`/v1/operator/devices/${charger.deviceId}`)).status).toBe('online');
+    await screenshotOf(maintenance, 'device-restart');
   });
 
   it('takes connector 1 out of service (shown unavailable), unlocks its cable, and puts it back', async () => {
@@ -227,7 +234,7 @@ describe('remote maintenance on the charger page', () => {
     await c1.getByRole('button', { name: 'Unlock cable' }).click();
     await expect.poll(() => c1.getByText('Cable lock released.').count(), { timeout: 20_000 }).toBe(1);
     expect(charger.hal.maintenance.unlocks.get(1)).toBe(1);
-    await screenshot(page, 'device-out-of-service');
+    await screenshotOf(page.locator('ul.connectors'), 'device-out-of-service');
 
     await c1.getByRole('button', { name: 'Put back in service' }).click();
     await expect.poll(() => c1.getAttribute('data-state'), { timeout: 20_000 }).toBe('idle');
@@ -330,7 +337,30 @@ describe('remote maintenance on the charger page', () => {
     expect(await config.locator('[data-reported-at]').getAttribute('data-reported-at')).toBe(
       after.reported_at,
     );
-    await screenshot(page, 'device-configuration');
+    await screenshotOf(config, 'device-configuration');
+  });
+
+  it('fits a phone’s width, and the keyboard reaches the restart and the configuration’s edit', async () => {
+    const phone = await openDashboard(browser, serve.url, { width: 390, height: 844 });
+    try {
+      const p = phone.page;
+      await signIn(p, serve.clientId!, serve.clientSecret!);
+      await p.locator('[data-link]').waitFor();
+      await p.evaluate(`location.hash = '#/devices/${charger.deviceId}'`);
+      await p.getByRole('region', { name: 'Configuration' }).locator('tr[data-key]').first().waitFor();
+      await p.getByRole('button', { name: 'Restart…' }).click();
+      // Nothing wider than the screen but the tables' own scrolling frames.
+      expect(await p.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      const reached = new Set<string>();
+      for (let i = 0; i < 80 && reached.size < 3; i++) {
+        await p.keyboard.press('Tab');
+        const text = String(await p.evaluate('document.activeElement?.textContent ?? ""'));
+        if (['Take out of service', 'Restart', 'Edit'].includes(text)) reached.add(text);
+      }
+      expect([...reached].sort()).toEqual(['Edit', 'Restart', 'Take out of service']);
+    } finally {
+      await phone.close();
+    }
   });
 
   it('gives a read-only client the table and the diagnostics, without an action', async () => {
@@ -406,7 +436,7 @@ describe('remote maintenance on the charger page', () => {
       await panel.locator('table.diagnostics tbody tr').first().getAttribute('data-diagnostics-id'),
     ).toBe(id);
     expect(await row.getByRole('button', { name: `Download ${id}.tar.gz` }).count()).toBe(1);
-    await screenshot(page, 'device-diagnostics');
+    await screenshotOf(panel, 'device-diagnostics');
     // The only errors the page met are the API's 400 (the altered configuration), as Chromium logs any refusal.
     expect(w.problems.filter((p) => !p.includes('status of 400'))).toEqual([]);
     expect([...w.origins]).toEqual([serve.url]);
