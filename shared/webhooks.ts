@@ -26,6 +26,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'firmware.status_changed',
   'update.status_changed',
   'diagnostics.available',
+  'device.configuration_changed',
   'webhook.test',
 ] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES);
@@ -158,6 +159,15 @@ export const WEBHOOK_EVENT_DATA = {
     /** How many chargers are in each state. */
     progress: z.record(z.string(), z.number().int()),
     at: Timestamp,
+  }),
+  /** A charger reported a configuration (DESIGN.md §20) whose values differ from the one stored before. */
+  'device.configuration_changed': z.object({
+    device_id: z.string(),
+    /** Every key as the charger reported it. */
+    values: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    /** The keys whose value differs from the previous report (all of them at the first). */
+    changed: z.array(z.string()),
+    reported_at: Timestamp,
   }),
   /** A diagnostics archive (DESIGN.md §20) is uploaded whole and checked: download it from the operator API. */
   'diagnostics.available': z.object({

@@ -8,7 +8,7 @@ import type {
   TelemetryRecord,
 } from '../../shared/index.js';
 import { agentVersionFromEvents, versionsFromFirmwareReport } from '../domain/inventory.js';
-import { configurationFromEvents } from '../domain/maintenance.js';
+import { changedKeys, configurationFromEvents } from '../domain/maintenance.js';
 import type { Store } from '../storage/store.js';
 import type { CommandNotifier } from './command-notifier.js';
 import type { CommandService } from './command-service.js';
@@ -44,6 +44,23 @@ export interface CommandsAnswer {
  */
 export function createDeviceReportingService(deps: DeviceReportingServiceDeps) {
   const { store, commands, liveness, webhooks } = deps;
+
+  /**
+   * Keeps a configuration report unless a newer one is stored; a kept one whose values moved is a
+   * `device.configuration_changed` (the previous one is read only when someone wants that).
+   */
+  async function recordConfiguration(
+    deviceId: string,
+    configuration: { values: Record<string, string | number | boolean>; reported_at_ms: number },
+  ): Promise<void> {
+    const wanted = webhooks.wants('device.configuration_changed');
+    const previous = wanted ? await store.getConfiguration(deviceId) : undefined;
+    const kept = await store.recordConfiguration(deviceId, configuration);
+    if (!kept || !wanted) return;
+    const changed = changedKeys(previous?.values, configuration.values);
+    if (changed.length > 0)
+      webhooks.configurationChanged(deviceId, configuration.values, changed, configuration.reported_at_ms);
+  }
 
   return {
     /** Stores the heartbeat and answers the pending commands; a charger going offline gets none. */
@@ -111,7 +128,7 @@ export function createDeviceReportingService(deps: DeviceReportingServiceDeps) {
         await store.setDeviceVersions(deviceId, { agent_version: agentVersion });
       // Replays too: the store keeps only a newer report, and a retry after a failure here must still land.
       const configuration = configurationFromEvents(rows);
-      if (configuration) await store.recordConfiguration(deviceId, configuration);
+      if (configuration) await recordConfiguration(deviceId, configuration);
       return outcome;
     },
     /** Stores charging records (idempotent on record_id); answers how many were new. */

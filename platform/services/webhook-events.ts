@@ -206,6 +206,20 @@ export function createWebhookEvents(opts: WebhookEventsOptions) {
         );
       }
     },
+    /** A charger's newly kept configuration report, when its values differ from the one before (DESIGN.md §20). */
+    configurationChanged(
+      deviceId: string,
+      values: Readonly<Record<string, string | number | boolean>>,
+      changed: readonly string[],
+      reportedAtMs: number,
+    ) {
+      emit(
+        'device.configuration_changed',
+        deviceId,
+        { device_id: deviceId, values, changed, reported_at: toTimestamp(reportedAtMs) },
+        reportedAtMs,
+      );
+    },
     firmwareStatus(deviceId: string, report: FirmwareStatusReport) {
       emit(
         'firmware.status_changed',

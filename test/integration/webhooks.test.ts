@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WEBHOOK_EVENT_TYPES, webhookEventBody } from '../../shared/index.js';
+import { DEFAULT_CONFIGURATION, WEBHOOK_EVENT_TYPES, webhookEventBody } from '../../shared/index.js';
 import {
   createTenant,
   expectError,
@@ -259,6 +259,29 @@ describe('events', () => {
       const sent = await tp.http.post('/v1/device/firmware/status', { token: d.token, json: firmwareReport });
       expect(sent.body.data).toEqual({ status: 'downloading' });
     }
+    // device.configuration_changed (DESIGN.md §20): the first report, not its replay nor a report of the same
+    // values, then a change of one key.
+    const configuration = { ...DEFAULT_CONFIGURATION };
+    const configurationEvent = (id: string, atMs: number, values: Record<string, string | number>) => ({
+      events: [
+        {
+          event_id: id,
+          kind: 'configuration_reported',
+          timestamp: new Date(atMs).toISOString(),
+          data: values,
+        },
+      ],
+    });
+    const reports = [
+      configurationEvent('cfg-wh-1', tp.now() - 3_000, configuration),
+      configurationEvent('cfg-wh-1', tp.now() - 3_000, configuration),
+      configurationEvent('cfg-wh-2', tp.now() - 2_000, configuration),
+      configurationEvent('cfg-wh-3', tp.now() - 1_000, { ...configuration, telemetry_interval_seconds: 2 }),
+    ];
+    for (const json of reports) {
+      const sent = await tp.http.post('/v1/device/events', { token: d.token, json });
+      expect(sent.status, sent.text).toBe(200);
+    }
     // control.status_changed: executing, then cancelled.
     const flex = await tp.http.post('/v1/operator/control/flexibility', {
       token: tenant.token,
@@ -329,6 +352,10 @@ describe('events', () => {
     expect(count('device.fault')).toBe(1);
     expect(count('charging_record.created')).toBe(1);
     expect(count('firmware.status_changed')).toBe(1);
+    expect(mine.filter((e) => e.type === 'device.configuration_changed').map((e) => e.data.changed)).toEqual([
+      Object.keys(DEFAULT_CONFIGURATION).sort(),
+      ['telemetry_interval_seconds'],
+    ]);
     expect(count('webhook.test')).toBe(1);
     expect(mine.filter((e) => e.type === 'diagnostics.available').map((e) => e.data)).toEqual([
       {
