@@ -1,4 +1,4 @@
-import type { CONFIGURATION_KEYS, ConfigurationKey } from '../../shared/configuration.js';
+import { CONFIGURATION_KEYS, type ConfigurationKey } from '../../shared/configuration-table.js';
 import type { DiagnosticsStatus } from '../../shared/diagnostics.js';
 
 /**
@@ -8,62 +8,10 @@ import type { DiagnosticsStatus } from '../../shared/diagnostics.js';
  */
 
 /**
- * `shared/configuration.ts`'s table. The dashboard imports shared code for its types only (the bundle may hold
- * nothing but dashboard/, shared/ files without dependencies, Preact and uPlot, and the table's module brings
- * zod), so this is a copy typed as the original: every bound, default, unit and description is the same literal
- * or `tsc -p dashboard/tsconfig.json` fails, and a unit test compares the two values whole.
+ * The configuration table itself (shared/configuration-table.ts, a module without zod, so it may enter the
+ * bundle): bounds, defaults, units and descriptions as the platform checks them.
  */
-export const CONFIGURATION_TABLE: typeof CONFIGURATION_KEYS = {
-  telemetry_interval_seconds: {
-    type: 'integer',
-    min: 1,
-    max: 60,
-    default: 5,
-    unit: 's',
-    description: 'Telemetry cadence of a connector that is charging or discharging.',
-  },
-  idle_telemetry_interval_seconds: {
-    type: 'integer',
-    min: 10,
-    max: 3600,
-    default: 60,
-    unit: 's',
-    description: 'Telemetry cadence of a connector that is idle or in fault.',
-  },
-  heartbeat_interval_seconds: {
-    type: 'integer',
-    min: 10,
-    max: 300,
-    default: 30,
-    unit: 's',
-    description:
-      'Heartbeat cadence. Above 30 the platform may show the charger offline between heartbeats (it ' +
-      'judges liveness over 90 s); the long poll keeps commands prompt whatever the value.',
-  },
-  command_poll_wait_seconds: {
-    type: 'integer',
-    min: 0,
-    max: 30,
-    default: 25,
-    unit: 's',
-    description: 'How long each long poll for commands waits; 0 leaves commands to the heartbeat.',
-  },
-  log_level: {
-    type: 'choice',
-    choices: ['debug', 'info', 'warn', 'error'],
-    default: 'info',
-    description: 'The least severe level the agent writes to its log files and stderr.',
-  },
-  secret_rotation_days: {
-    type: 'integer',
-    min: 0,
-    max: 3650,
-    default: 90,
-    unit: 'days',
-    description: 'How often the charger rotates its device secret; 0 never.',
-  },
-};
-
+export const CONFIGURATION_TABLE = CONFIGURATION_KEYS;
 export const CONFIGURATION_KEY_ORDER = Object.keys(CONFIGURATION_TABLE) as ConfigurationKey[];
 
 export type ReportedValue = string | number | boolean;

@@ -3,8 +3,6 @@ import { applyTelemetry, connectorStatus } from '../../../dashboard/src/fleet.js
 import {
   availabilityNote,
   boundsText,
-  CONFIGURATION_KEY_ORDER,
-  CONFIGURATION_TABLE,
   configurationEdit,
   configurationFieldOf,
   DEFAULT_DIAGNOSTICS_WINDOW,
@@ -17,17 +15,11 @@ import {
   unknownReportedKeys,
   valueText,
 } from '../../../dashboard/src/maintenance-rules.js';
-import { CONFIGURATION_KEY_NAMES, CONFIGURATION_KEYS } from '../../../shared/configuration.js';
 import { DIAGNOSTICS_DEFAULT_WINDOW_HOURS } from '../../../shared/diagnostics.js';
 
 /** The charger page's remote-maintenance rules (dashboard/src/maintenance-rules.ts), by table. */
 
 describe('the configuration table', () => {
-  it('is shared/configuration.ts’s, whole and in its order', () => {
-    expect(CONFIGURATION_TABLE).toEqual(CONFIGURATION_KEYS);
-    expect(CONFIGURATION_KEY_ORDER).toEqual(CONFIGURATION_KEY_NAMES);
-  });
-
   it.each([
     ['telemetry_interval_seconds', '1–60 s'],
     ['secret_rotation_days', '0–3650 days'],
