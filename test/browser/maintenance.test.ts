@@ -2,13 +2,12 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { CONFIGURATION_KEY_NAMES, CONFIGURATION_KEYS } from '../../shared/configuration.js';
-import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulated-hal.js';
-import { quietLogger, waitFor } from '../helpers/agent.js';
+import { waitFor } from '../helpers/agent.js';
 import { launchChromium } from '../helpers/browser.js';
 import { runCliJson, type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
 import { openDashboard, SCREENSHOT_DIR, signIn } from '../helpers/dashboard.js';
+import { type MaintenanceCharger, maintenanceChargers } from '../helpers/maintenance-chargers.js';
 import { type HttpClient, httpClient } from '../helpers/platform.js';
 
 /**
@@ -31,70 +30,13 @@ let page: Page;
 let w: Awaited<ReturnType<typeof openDashboard>>;
 const ev = { capacityKwh: 80, soc: 40, maxChargeKw: 22, maxDischargeKw: 11 };
 
-interface Charger {
-  hal: SimulatedHal;
-  deviceId: string;
-  restarts: number;
-  restart(): Promise<void>;
-  stop(): Promise<void>;
-}
-let charger: Charger;
-
-/** A charger the launcher restarts when its agent asks (a `reset`), as systemd would. */
-async function startCharger(): Promise<Charger> {
-  const dir = await dirs.make();
-  const ca = readFileSync(serve.certPath, 'utf8');
-  const hal = createSimulatedHal({
-    connectors: 2,
-    seed: 7,
-    vehicles: 'manual',
-    meanTimeBetweenFaultsMs: Number.POSITIVE_INFINITY,
-    tickIntervalMs: 200,
-    maintenanceFaults: ['no_reboot'],
-  });
-  let runtime: AgentRuntime;
-  let restarting: Promise<void> | undefined;
-  const launch = () =>
-    startAgent({
-      config: { dataDir: dir, platformUrl: serve.url, sn: SN, model: 'Helpdesk AC', ca },
-      hal,
-      logger: quietLogger(),
-      restart: () => void c.restart(),
-      tuning: {
-        heartbeatIntervalMs: 2_000,
-        pollWaitSeconds: 2,
-        telemetry: { activeMs: 2_000, idleMs: 3_000 },
-        sampleTickMs: 1_000,
-        backoff: { baseMs: 100, capMs: 1_000 },
-        flushPaceMs: 10,
-        controlSafetyIntervalMs: 1_000,
-        shutdownFlushMs: 1_000,
-        shutdownHeartbeatMs: 500,
-      },
-    });
-  const c: Charger = {
-    hal,
-    deviceId: '',
-    restarts: 0,
-    restart: () => {
-      restarting ??= (async () => {
-        await runtime.stop();
-        runtime = await launch();
-        c.restarts += 1;
-      })().finally(() => {
-        restarting = undefined;
-      });
-      return restarting;
-    },
-    stop: async () => {
-      await restarting;
-      await runtime.stop();
-    },
-  };
-  runtime = await launch();
-  c.deviceId = (await runtime.registered)!.deviceId;
-  return c;
-}
+let charger: MaintenanceCharger;
+/** Its HAL has no reboot(): a charger reboot is refused with the charger's reason. */
+const chargers = maintenanceChargers(() => ({
+  platformUrl: serve.url,
+  ca: readFileSync(serve.certPath, 'utf8'),
+}));
+const startCharger = () => chargers.start(SN, { seed: 7, maintenanceFaults: ['no_reboot'] });
 
 beforeAll(async () => {
   dataDir = await dirs.make();
@@ -119,7 +61,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.close();
   await browser?.close();
-  await charger?.stop().catch(() => undefined);
+  await chargers.stopAll();
+  chargers.removeDirs();
   await http?.close();
   await serve?.stop();
   await dirs.removeAll();

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { createSimulatedHal, type SimulatedHal } from '../../simulators/simulated-hal.js';
+import type { MaintenanceFault } from '../../simulators/simulated-maintenance.js';
 import { quietLogger, tempDir } from './agent.js';
-import type { createTenant, TestPlatform } from './platform.js';
 
 /**
  * Real agents (in process, simulated HAL) for the remote-maintenance tests, restartable the way the launcher
@@ -21,36 +21,46 @@ export interface MaintenanceCharger {
 }
 
 export interface MaintenanceChargersContext {
-  tp: TestPlatform;
-  tenant: Awaited<ReturnType<typeof createTenant>>;
-  /** Where the agents connect (a proxy in front of the platform). */
-  port: number;
-  dispatcher: Dispatcher;
+  /** Where the agents connect (https://HOST:PORT: the platform, or a proxy in front of it). */
+  platformUrl: string;
+  /** The agents' HTTP pool (one that trusts the platform's CA), or the CA itself. */
+  dispatcher?: Dispatcher;
+  ca?: string;
+  /** Puts a newly registered charger where the operator sees it (a test tenant's site). */
+  assign?: (deviceId: string) => Promise<unknown>;
+}
+
+export interface MaintenanceChargerOptions {
+  logger?: Logger;
+  seed?: number;
+  /** Remote-maintenance faults of its simulated HAL (`no_reboot`...). */
+  maintenanceFaults?: MaintenanceFault[];
 }
 
 export function maintenanceChargers(context: () => MaintenanceChargersContext) {
   const running: MaintenanceCharger[] = [];
   const dirs: Array<{ remove(): void }> = [];
 
-  async function start(sn: string, options: { logger?: Logger } = {}): Promise<MaintenanceCharger> {
-    const { tp, tenant, port, dispatcher } = context();
+  async function start(sn: string, options: MaintenanceChargerOptions = {}): Promise<MaintenanceCharger> {
+    const { platformUrl, dispatcher, ca, assign } = context();
     const tmp = tempDir();
     dirs.push(tmp);
     const hal = createSimulatedHal({
       connectors: 2,
-      seed: 5,
+      seed: options.seed ?? 5,
       vehicles: 'manual',
       meanTimeBetweenFaultsMs: Number.POSITIVE_INFINITY,
       tickIntervalMs: 200,
+      ...(options.maintenanceFaults ? { maintenanceFaults: options.maintenanceFaults } : {}),
     });
     let runtime: AgentRuntime;
     let restarting: Promise<void> | undefined;
     const launch = () =>
       startAgent({
-        config: { dataDir: tmp.dir, platformUrl: `https://127.0.0.1:${port}`, sn, model: 'MNT-1' },
+        config: { dataDir: tmp.dir, platformUrl, sn, model: 'MNT-1', ...(ca !== undefined ? { ca } : {}) },
         hal,
         logger: options.logger ?? quietLogger(),
-        dispatcher,
+        ...(dispatcher ? { dispatcher } : {}),
         restart: () => void charger.restart(),
         tuning: {
           heartbeatIntervalMs: 1_000,
@@ -88,7 +98,7 @@ export function maintenanceChargers(context: () => MaintenanceChargersContext) {
     runtime = await launch();
     const identity = await runtime.registered;
     charger.deviceId = identity!.deviceId;
-    await tp.store.assignDevice(charger.deviceId, tenant.siteId);
+    await assign?.(charger.deviceId);
     running.push(charger);
     return charger;
   }

@@ -19,7 +19,11 @@ let dispatcher: Agent;
 const stream = streamCalls(() => tp);
 const ev = { capacityKwh: 80, soc: 40, maxChargeKw: 22, maxDischargeKw: 11 };
 
-const chargers = maintenanceChargers(() => ({ tp, tenant, port: proxy.port, dispatcher }));
+const chargers = maintenanceChargers(() => ({
+  platformUrl: `https://127.0.0.1:${proxy.port}`,
+  dispatcher,
+  assign: (deviceId) => tp.store.assignDevice(deviceId, tenant.siteId),
+}));
 const startCharger = (sn: string) => chargers.start(sn);
 
 const get = (path: string) => tp.http.get(path, { token: tenant.token });
