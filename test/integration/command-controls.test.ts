@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectWithin,
   ids,
@@ -6,13 +6,8 @@ import {
   type Pending,
   type Tenant,
 } from '../helpers/command-lifecycle.js';
-import {
-  expectError,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * Flexibility controls over real HTTPS and SQLite (DESIGN.md §5): fan-out to a site's chargers, per-charger
@@ -20,14 +15,7 @@ import {
  * tenant and chargers. The fake clock only moves forward.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { advance, sn, tenant, heartbeat, poll, report, reportOk, command, during } = lifecycleCalls(() => tp);
 

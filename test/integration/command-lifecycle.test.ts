@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectWithin,
   type HistoryEntry,
@@ -18,6 +18,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The command state machine of DESIGN.md §5 over real HTTPS and SQLite:
@@ -33,14 +34,7 @@ import {
  * One platform for the file; every test has its own tenant and chargers. The fake clock only moves forward.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { advance, platformNow, isoNow, sn, tenant, heartbeat, poll, report, reportOk, stop, command, during } =
   lifecycleCalls(() => tp);

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectWithin, ids, lifecycleCalls, statuses } from '../helpers/command-lifecycle.js';
-import { expectError, registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { expectError, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
@@ -9,14 +10,7 @@ import { createClientOf } from '../helpers/sealed-writes.js';
  * command-lifecycle.test.ts. One platform for the file; every test has its own tenant and chargers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { advance, sn, tenant, heartbeat, poll, report, reportOk, stop, command, during } = lifecycleCalls(
   () => tp,

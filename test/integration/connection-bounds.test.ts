@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import {
   type ConnectionLimits,
   DEFAULT_CONNECTION_LIMITS,
   STRICT_TRANSPORT_SECURITY,
 } from '../../platform/http/connection-limits.js';
-import { createTenant, registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { createTenant, registerDevice, startTestPlatform } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-connections.js';
 
 /**
@@ -23,13 +24,7 @@ const LIMITS: Partial<ConnectionLimits> = {
 /** Slack for the check interval (a tenth of the limit) and a loaded machine. */
 const SLACK_MS = 2_500;
 
-let tp: TestPlatform;
-beforeAll(async () => {
-  tp = await startTestPlatform({ connections: LIMITS });
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile({ connections: LIMITS });
 
 const isoNow = () => new Date().toISOString();
 

@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { STRICT_TRANSPORT_SECURITY } from '../../platform/http/connection-limits.js';
 import { PROXY_V2_SIGNATURE } from '../../platform/http/proxy-protocol.js';
 import { runCli, spawnServe, tempDirs } from '../helpers/cli.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-connections.js';
 
 /**
@@ -14,13 +15,7 @@ import { exchange, sleep, tcpConnect, tlsConnect, watch } from '../helpers/raw-c
  * `--max-connections` and `--proxy-protocol` to the server. The time limits are in connection-bounds.test.ts.
  */
 
-let tp: TestPlatform;
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 describe('--max-connections', () => {
   it('with 5 held, a 6th connection is closed at once; when one goes, a new one is served', async () => {

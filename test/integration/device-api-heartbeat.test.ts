@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deviceCalls, expectValidation } from '../helpers/device-calls.js';
-import { registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The charger-side surface (DESIGN.md §3, §4, §7) over real HTTPS and SQLite: the heartbeat, and the pending
  * commands it delivers. One platform for the file; every test uses its own tenant and serial numbers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { advance, platformNow, isoNow, sn, tenant, freshToken, heartbeat, telemetry, operatorDevice } =
   deviceCalls(() => tp);

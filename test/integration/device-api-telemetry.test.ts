@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deviceCalls, expectValidation } from '../helpers/device-calls.js';
-import { expectError, registerDevice, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { expectError, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The charger-side surface (DESIGN.md §3, §7) over real HTTPS and SQLite: telemetry and the connector live state
@@ -8,14 +9,7 @@ import { expectError, registerDevice, startTestPlatform, type TestPlatform } fro
  * clock only moves forward.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { advance, platformNow, isoNow, sn, tenant, heartbeat, telemetry, operatorDevice } = deviceCalls(
   () => tp,
@@ -64,8 +58,16 @@ describe('POST /v1/device/telemetry', () => {
         last_telemetry_time: ts,
         max_power_kw: 22,
         v2g_capable: false,
+        available: true,
       },
-      { connector_id: 2, status: 'unavailable', energy_delivered: 0, max_power_kw: 50, v2g_capable: true },
+      {
+        connector_id: 2,
+        status: 'unavailable',
+        energy_delivered: 0,
+        max_power_kw: 50,
+        v2g_capable: true,
+        available: true,
+      },
     ]);
   });
 
@@ -97,6 +99,7 @@ describe('POST /v1/device/telemetry', () => {
       energy_delivered: 0,
       last_telemetry_time: ts,
       v2g_capable: false,
+      available: true,
     });
   });
 
@@ -116,6 +119,7 @@ describe('POST /v1/device/telemetry', () => {
       current: -32,
       soc: 64,
       v2g_capable: true,
+      available: true,
     });
   });
 
@@ -169,6 +173,7 @@ describe('POST /v1/device/telemetry', () => {
       energy_delivered: 0,
       max_power_kw: 22,
       v2g_capable: false,
+      available: true,
     });
   });
 });

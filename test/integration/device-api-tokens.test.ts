@@ -1,13 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openStoreForDataDir } from '../helpers/backends.js';
 import { deviceCalls, expectValidation } from '../helpers/device-calls.js';
-import {
-  expectError,
-  type HttpResult,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type HttpResult, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The charger-side surface (DESIGN.md §3, §4) over real HTTPS and SQLite: the device token endpoint, expired,
@@ -16,14 +11,7 @@ import {
  * moves forward, so every test takes its tokens after any earlier test's `advance`.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const {
   advance,

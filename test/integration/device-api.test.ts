@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deviceCalls, expectValidation } from '../helpers/device-calls.js';
 import { expectError, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The charger-side surface (spec "POST /v1/device/...", DESIGN.md §3, §4, §7) over real HTTPS and SQLite:
@@ -9,14 +10,7 @@ import { expectError, startTestPlatform, type TestPlatform } from '../helpers/pl
  * serial numbers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { sn, tenant, registration, register, deviceToken, operatorDevice } = deviceCalls(() => tp);
 
@@ -135,6 +129,7 @@ describe('POST /v1/device/register', () => {
             energy_delivered: 0,
             max_power_kw: 11,
             v2g_capable: false,
+            available: true,
           },
           {
             connector_id: 2,
@@ -142,6 +137,7 @@ describe('POST /v1/device/register', () => {
             energy_delivered: 0,
             max_power_kw: 50,
             v2g_capable: true,
+            available: true,
           },
         ],
       });

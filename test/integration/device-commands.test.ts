@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createTenant,
   expectError,
@@ -6,9 +6,8 @@ import {
   operatorToken,
   type RegisteredDevice,
   registerDevice,
-  startTestPlatform,
-  type TestPlatform,
 } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 import { createClientOf } from '../helpers/sealed-writes.js';
 
 /**
@@ -17,14 +16,7 @@ import { createClientOf } from '../helpers/sealed-writes.js';
  * One platform for the file; every test has its own tenant and chargers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 let counter = 0;
 function sn(): string {

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import {
-  createTenant,
-  expectError,
-  type HttpResult,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { createTenant, expectError, type HttpResult, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * `POST /v1/device/secret/rotate`, two-phase (DESIGN.md §17), over real HTTPS on the run's backend: the rotation
@@ -17,14 +11,7 @@ import {
  */
 
 const HOUR = 3_600_000;
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 let counter = 0;
 const sn = () => {

@@ -1,13 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createTenant,
   expectError,
   type HttpResult,
   type RegisteredDevice,
   registerDevice,
-  startTestPlatform,
-  type TestPlatform,
 } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The fleet's inventory and firmware history (DESIGN.md §19) over real HTTPS, on the backend of the run:
@@ -15,13 +14,7 @@ import {
  * a charger's firmware reports newest first, and reports stored once per `report_id`.
  */
 
-let tp: TestPlatform;
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const isoNow = () => new Date(tp.now()).toISOString();
 let counter = 0;

@@ -1,27 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectValidation } from '../helpers/device-calls.js';
 import { furtherCalls, okData, type Tenant } from '../helpers/further-calls.js';
-import {
-  expectError,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The further endpoints of DESIGN.md §9 over real HTTPS and SQLite: starting a connector, and a connector's
  * schedules (listed, deleted). One platform for the file; every test has its own tenant and chargers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { platformNow, sn, tenant, get, heartbeat } = furtherCalls(() => tp);
 

@@ -1,27 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { expectValidation } from '../helpers/device-calls.js';
 import { furtherCalls, isoAt, okData, type Tenant } from '../helpers/further-calls.js';
-import {
-  expectError,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The further endpoints of DESIGN.md §9 over real HTTPS and SQLite: GET /v1/operator/energy, its buckets and
  * their integration of power, and its refusals. One platform for the file.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { sn, tenant, batch } = furtherCalls(() => tp);
 

@@ -1,13 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectValidation } from '../helpers/device-calls.js';
 import { furtherCalls, isoAt, okData } from '../helpers/further-calls.js';
-import {
-  expectError,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The further endpoints of DESIGN.md §9 over real HTTPS and SQLite: a charger's events and charging records,
@@ -15,14 +10,7 @@ import {
  * chargers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { platformNow, isoNow, sn, tenant, get } = furtherCalls(() => tp);
 

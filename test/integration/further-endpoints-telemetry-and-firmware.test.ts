@@ -1,26 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectValidation } from '../helpers/device-calls.js';
 import { furtherCalls, isoAt, okData } from '../helpers/further-calls.js';
-import {
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The further endpoints of DESIGN.md §9 over real HTTPS and SQLite: telemetry batches and the live state they
  * leave, and firmware status reports. One platform for the file; every test has its own tenant and chargers.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { platformNow, isoNow, sn, tenant, batch, deviceView } = furtherCalls(() => tp);
 
@@ -97,6 +86,7 @@ describe('POST /v1/device/telemetry/batch', () => {
       last_telemetry_time: isoAt(now - 10_000),
       max_power_kw: 22,
       v2g_capable: false,
+      available: true,
     });
     // A newer record does move it.
     expect(await okData(batch(d, [rec(now - 1_000, { state: 'idle', power: 0, soc: 81 })]))).toEqual({

@@ -1,13 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { expectValidation } from '../helpers/device-calls.js';
 import { byId, furtherCalls, okData, type Tenant } from '../helpers/further-calls.js';
-import {
-  expectError,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The further endpoints of DESIGN.md §9, success and failure paths, over real HTTPS and SQLite: listing devices
@@ -16,14 +11,7 @@ import {
  * test has its own tenant and chargers. The fake clock only moves forward.
  */
 
-let tp: TestPlatform;
-
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { advance, isoNow, sn, tenant, get, heartbeat, batch, deviceView } = furtherCalls(() => tp);
 

@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COMMAND_EXPIRY_SECONDS } from '../../shared/index.js';
 import { lifecycleCalls, type Pending } from '../helpers/command-lifecycle.js';
-import {
-  expectError,
-  type HttpResult,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type HttpResult, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * The remote-maintenance commands of the operator API (DESIGN.md §20) over real HTTPS: each endpoint queues its
@@ -17,13 +11,7 @@ import {
  * every test has its own tenant and charger.
  */
 
-let tp: TestPlatform;
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { sn, tenant, heartbeat, poll, report, reportOk, command } = lifecycleCalls(() => tp);
 type Tenant = Awaited<ReturnType<typeof tenant>>;

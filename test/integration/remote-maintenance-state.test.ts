@@ -1,12 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lifecycleCalls } from '../helpers/command-lifecycle.js';
-import {
-  expectError,
-  type RegisteredDevice,
-  registerDevice,
-  startTestPlatform,
-  type TestPlatform,
-} from '../helpers/platform.js';
+import { expectError, type RegisteredDevice, registerDevice } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /**
  * What remote maintenance changes in the operator's view of a charger (DESIGN.md §20), over real HTTPS: a
@@ -15,13 +10,7 @@ import {
  * and the agent version its boot event carries. One platform for the file; every test has its own charger.
  */
 
-let tp: TestPlatform;
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 const { sn, tenant, heartbeat, isoNow, reportOk, platformNow } = lifecycleCalls(() => tp);
 type Tenant = Awaited<ReturnType<typeof tenant>>;

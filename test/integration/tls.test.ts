@@ -10,16 +10,11 @@ import tls from 'node:tls';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { platformPerFile } from '../helpers/platform-per-file.js';
 
 /** Spec general rule 1: HTTPS with TLS 1.2 or higher only; plain HTTP is not supported. */
 
-let tp: TestPlatform;
-beforeAll(async () => {
-  tp = await startTestPlatform();
-});
-afterAll(async () => {
-  await tp?.stop();
-});
+const tp = platformPerFile();
 
 type Outcome =
   | { ok: true; protocol: string | null; authorized: boolean; cipher: string }
