@@ -1,7 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { connectorStatus } from '../../../platform/domain/connector-status.js';
-import { availabilityAfter, changedKeys, configurationFromEvents } from '../../../platform/domain/maintenance.js';
+import {
+  availabilityAfter,
+  changedKeys,
+  configurationFromEvents,
+} from '../../../platform/domain/maintenance.js';
 import { CONFIGURATION_KEYS } from '../../../shared/index.js';
 
 /**
