@@ -33,7 +33,7 @@ export interface ConnectorTarget {
   powerLimitKw: number;
   reason: string;
   /** Where the decision came from. */
-  source: 'schedule' | 'override';
+  source: 'schedule' | 'override' | 'out_of_service';
   activeScheduleId?: string;
   activeLimitIds: string[];
   /** Earliest instant at which the answer may change, ms. */
@@ -61,7 +61,7 @@ export function decideConnector(input: ConnectorDecisionInput): ConnectorTarget 
   const { connector, reading, now } = input;
   const outOfService = outOfServiceReason(input.outOfService);
   if (outOfService) {
-    return { mode: 'idle', powerLimitKw: 0, reason: outOfService, source: 'override', activeLimitIds: [] };
+    return { mode: 'idle', powerLimitKw: 0, reason: outOfService, source: 'out_of_service', activeLimitIds: [] };
   }
   const soc = reading?.soc;
   const override = input.override && !overrideExpired(input.override, now) ? input.override : undefined;

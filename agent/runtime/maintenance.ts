@@ -248,9 +248,10 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
       idleNow()
         .then((idle) => {
           if (!idle || waiting.size === 0 || resetting) return;
-          const [first] = waiting.values();
-          waiting.delete([...waiting.keys()][0]!);
-          return runner.run(() => reset(first!.params, first!.report));
+          // The first to have waited goes; reset() reports the others with it.
+          const [id, first] = waiting.entries().next().value!;
+          waiting.delete(id);
+          return runner.run(() => reset(first.params, first.report));
         })
         .catch((error: unknown) => logger.error({ err: (error as Error).message }, 'reset check failed'))
         .finally(() => {

@@ -272,6 +272,7 @@ export function createSampler(options: SamplerOptions): Sampler {
     },
     persist: () => persist(),
     setIntervals(next) {
+      if (next.activeMs === intervals.activeMs && next.idleMs === intervals.idleMs) return;
       intervals = next;
       tickMs = next.activeMs;
       rearm(); // the next sample comes at the new cadence from now, not after the old one's wait

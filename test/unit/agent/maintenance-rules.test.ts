@@ -116,6 +116,7 @@ describe('availability', () => {
       mode: 'idle',
       powerLimitKw: 0,
       reason: 'out of service (set unavailable by command c1)',
+      source: 'out_of_service',
     });
     expect(decideConnector({ ...input, outOfService: { ...held, afterVehicleLeaves: true } }).mode).toBe(
       'charge',
