@@ -61,7 +61,13 @@ export function decideConnector(input: ConnectorDecisionInput): ConnectorTarget 
   const { connector, reading, now } = input;
   const outOfService = outOfServiceReason(input.outOfService);
   if (outOfService) {
-    return { mode: 'idle', powerLimitKw: 0, reason: outOfService, source: 'out_of_service', activeLimitIds: [] };
+    return {
+      mode: 'idle',
+      powerLimitKw: 0,
+      reason: outOfService,
+      source: 'out_of_service',
+      activeLimitIds: [],
+    };
   }
   const soc = reading?.soc;
   const override = input.override && !overrideExpired(input.override, now) ? input.override : undefined;
