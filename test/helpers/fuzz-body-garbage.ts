@@ -204,21 +204,35 @@ export function transportGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
   );
 }
 
+/** `type/subtype`, parameters allowed: what Fastify parses as a media type. */
+const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+*-]+\/[A-Za-z0-9!#$&^_.+*-]+(\s*;.*)?$/;
 const VALID_ARTIFACT_SIGNATURE = `${'A'.repeat(86)}==`;
+const SAMPLE_FILE = '{"a file":"or not"}';
+
+/**
+ * The header a file route requires (route-spec `headers`), with a valid value for the sample file: an artifact's
+ * signature, or a diagnostics upload's Content-Range (DESIGN.md §20).
+ */
+function requiredFileHeader(route: AnyRoute): { name: string; valid: string } {
+  const shape = (route.headers as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
+  if ('content-range' in shape)
+    return { name: 'content-range', valid: `bytes 0-${SAMPLE_FILE.length - 1}/${SAMPLE_FILE.length}` };
+  return { name: 'x-artifact-signature', valid: VALID_ARTIFACT_SIGNATURE };
+}
 
 /**
  * Bodies a file route (route-spec `streamed`) refuses, with an otherwise valid request: any type but
- * application/octet-stream (or none), an empty file, a signature header missing or malformed. Never a file it
- * would store.
+ * application/octet-stream (or none), its required header missing; for an artifact, an empty file or a malformed
+ * signature. Never a file it would store.
  */
 export function fileGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
   const path = pathWith(route, validParams(route), `?${new URLSearchParams(sampleQuery(route))}`);
-  const sampleText = '{"a file":"or not"}';
+  const header = requiredFileHeader(route);
   const make = (
     label: string,
     body: string,
     contentType: string | undefined,
-    signature: string | undefined,
+    headerValue: string | undefined,
     expect: Expected,
   ): Garbage => ({
     label,
@@ -226,36 +240,42 @@ export function fileGarbage(route: AnyRoute): fc.Arbitrary<Garbage> {
     path,
     body,
     ...(contentType !== undefined ? { contentType } : {}),
-    ...(signature !== undefined ? { headers: { 'x-artifact-signature': signature } } : {}),
-    layer: 'file',
+    ...(headerValue !== undefined ? { headers: { [header.name]: headerValue } } : {}),
+    // A type that is no media type at all (`json`) is refused by Fastify itself, before authentication; a
+    // well-formed other type by the route, once the caller is known.
+    layer: contentType === undefined || MEDIA_TYPE.test(contentType) ? 'file' : 'transport',
     expect,
   });
   const badType = { status: 415, code: 1002 };
-  const badSignature = { status: 400, code: 1001, fields: ['x-artifact-signature'] };
-  return fc.oneof(
+  const badHeader = { status: 400, code: 1001, fields: [header.name] };
+  const common = [
     fc
       .constantFrom(
         ...WRONG_CONTENT_TYPES.filter((ct) => ct !== 'application/octet-stream'),
         'application/json',
       )
-      .map((ct) => make(`content-type ${ct}`, sampleText, ct, VALID_ARTIFACT_SIGNATURE, badType)),
+      .map((ct) => make(`content-type ${ct}`, SAMPLE_FILE, ct, header.valid, badType)),
     fc
       .stringMatching(/^[a-z]{1,12}\/[a-z0-9.+-]{1,20}$/)
       .filter((ct) => ct !== 'application/octet-stream')
-      .map((ct) => make(`content-type ${ct}`, sampleText, ct, VALID_ARTIFACT_SIGNATURE, badType)),
-    fc.constant(make('no content type', sampleText, undefined, VALID_ARTIFACT_SIGNATURE, badType)),
+      .map((ct) => make(`content-type ${ct}`, SAMPLE_FILE, ct, header.valid, badType)),
+    fc.constant(make('no content type', SAMPLE_FILE, undefined, header.valid, badType)),
+    fc.constant(make(`no ${header.name}`, SAMPLE_FILE, 'application/octet-stream', undefined, badHeader)),
+  ];
+  if (header.name !== 'x-artifact-signature') return fc.oneof(...common);
+  return fc.oneof(
+    ...common,
     fc.constant(
       make('empty file', '', 'application/octet-stream', VALID_ARTIFACT_SIGNATURE, {
         status: 400,
         code: 1002,
       }),
     ),
-    fc.constant(make('no signature', sampleText, 'application/octet-stream', undefined, badSignature)),
     fc
       .string({ unit: 'grapheme-ascii', maxLength: 100 })
       .filter((s) => !/^[A-Za-z0-9+/]{86}==$/.test(s) && s.trim() === s && !FORBIDDEN_IN_INPUT.test(s))
       .map((s) =>
-        make(`signature ${JSON.stringify(s)}`, sampleText, 'application/octet-stream', s, badSignature),
+        make(`signature ${JSON.stringify(s)}`, SAMPLE_FILE, 'application/octet-stream', s, badHeader),
       ),
   );
 }

@@ -108,7 +108,7 @@ export function owedOf(
     expect(dropped.telemetry + telemetry.length).toBe(offline.length);
     expect(telemetry).toEqual(offline.slice(offline.length - telemetry.length));
     expect(dropped).toMatchObject({ event: 0, charging_record: 0, command_status: 0 });
-    // Every event: a plug and an unplug per vehicle, and the reboot's boot event.
+    // Every event: a plug and an unplug per vehicle, and the reboot's boot event and configuration report.
     const events = of<DeviceEvent>('event').map((e) => [e.kind, e.timestamp]);
     const expectedEvents = [
       ...c.visits.flatMap((v) => [
@@ -116,6 +116,7 @@ export function owedOf(
         ['vehicle_unplugged', new Date(v.departAt).toISOString()],
       ]),
       ['boot', new Date(c.plan.rebootAt).toISOString()],
+      ['configuration_reported', new Date(c.plan.rebootAt).toISOString()],
     ].sort((a, b) => Date.parse(a[1] as string) - Date.parse(b[1] as string));
     expect(events).toEqual(expectedEvents);
     // A charging record for every vehicle that charged, the one across the reboot once.

@@ -201,8 +201,8 @@ function rebootsOf({ chargers, actions, clock, startRuntime }: Month): MonthResu
         expect(c.states.slice(before.states)).toEqual([]);
         expect((await c.hal.readConnector(1)).state).toBe('charging');
         expect(c.caps.slice(before.caps).every((x) => x.kw === before.cap)).toBe(true);
-        // The outbox survived: everything still there, plus the boot event and the first sample (which, at
-        // the cap, pushed out as many of the oldest telemetry records).
+        // The outbox survived: everything still there, plus the boot and configuration events and the first
+        // sample (which, at the cap, pushed out as many of the oldest telemetry records).
         const after = c.agent.store.outbox.peek(1_000_000);
         const dropped = c.agent.store.outbox.droppedCounts();
         const pushedOut = new Set(
@@ -218,7 +218,7 @@ function rebootsOf({ chargers, actions, clock, startRuntime }: Month): MonthResu
             .slice(kept.length)
             .map((i) => i.kind)
             .sort(),
-        ).toEqual(['event', 'telemetry']);
+        ).toEqual(['event', 'event', 'telemetry']);
         expect({ ...dropped, telemetry: 0 }).toEqual({ ...before.dropped, telemetry: 0 });
         reboots.set(c, {
           openBefore: before.open,

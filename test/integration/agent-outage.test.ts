@@ -181,6 +181,7 @@ describe('agent through a platform outage', () => {
     const events = await tp.store.listEvents(deviceId, 1, 20);
     expect(events.items.map((e) => e.kind).sort()).toEqual([
       'boot',
+      'configuration_reported',
       'vehicle_plugged',
       'vehicle_plugged',
       'vehicle_unplugged',
