@@ -22,6 +22,11 @@ export interface FleetLiveStats {
   telemetry: { produced: number; delivered: number };
   /** Summed over every outbox; only when asked for (it queries every charger's store). */
   outbox_backlog?: number;
+  /**
+   * Transient failures no charger has recovered from yet (the same kind of request has not succeeded since): they
+   * become `unrecovered` errors if the fleet stops now. Only with the backlog.
+   */
+  awaiting_recovery?: number;
   /** This thread's V8 heap in use and active handles (summed over worker threads); only when asked for. */
   heap_used_bytes?: number;
   active_handles?: number;
@@ -65,6 +70,7 @@ export function createLiveStats(sources: LiveStatsSources): (opts?: LiveStatsOpt
   let telemetryTotals = { produced: 0, delivered: 0 };
   return (opts = {}) => {
     let backlog = 0;
+    let awaiting = 0;
     let out = 0;
     for (const s of sources.outageStates) if (s.out) out += 1;
     if (opts.backlog) {
@@ -76,6 +82,7 @@ export function createLiveStats(sources: LiveStatsSources): (opts?: LiveStatsOpt
         produced += uplink.telemetryProduced;
         delivered += uplink.delivered.telemetry;
         backlog += outbox.items;
+        for (const n of s.pending?.values() ?? []) awaiting += n;
       }
       telemetryTotals = { produced, delivered };
     }
@@ -105,7 +112,7 @@ export function createLiveStats(sources: LiveStatsSources): (opts?: LiveStatsOpt
         p99: Math.round(stats.commandLatency.percentile(0.99)),
       },
       telemetry: telemetryTotals,
-      ...(opts.backlog ? { outbox_backlog: backlog } : {}),
+      ...(opts.backlog ? { outbox_backlog: backlog, awaiting_recovery: awaiting } : {}),
       ...(opts.resources
         ? {
             heap_used_bytes: process.memoryUsage().heapUsed,

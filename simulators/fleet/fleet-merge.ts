@@ -46,6 +46,7 @@ export function mergeLive(
   const present = (values: ReadonlyArray<number | undefined>) =>
     values.length > 0 && values.every((v) => v !== undefined) ? sum(values as number[]) : undefined;
   const backlog = present(lives.map((l) => l.outbox_backlog));
+  const awaiting = present(lives.map((l) => l.awaiting_recovery));
   const heap = present(lives.map((l) => l.heap_used_bytes));
   const handles = present(lives.map((l) => l.active_handles));
   return {
@@ -78,6 +79,7 @@ export function mergeLive(
       delivered: sum(lives.map((l) => l.telemetry.delivered)),
     },
     ...(backlog !== undefined ? { outbox_backlog: backlog } : {}),
+    ...(awaiting !== undefined ? { awaiting_recovery: awaiting } : {}),
     ...(heap !== undefined ? { heap_used_bytes: heap } : {}),
     ...(handles !== undefined ? { active_handles: handles } : {}),
     rss_bytes: whole.rss,
