@@ -113,6 +113,15 @@ export async function run(flags: RunFlags): Promise<void> {
   }
 
   let runtime: Awaited<ReturnType<typeof startAgent>>;
+  // A restart can be asked for while the agent is still starting (a reset or a staged release resumed after a
+  // crash): it waits until there is a runtime to stop.
+  let started: () => void = () => undefined;
+  const running = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const restart = (why: string) => {
+    void running.then(() => restartProcess(runtime, logger, exit, why));
+  };
   try {
     runtime = await startAgent({
       config: {
@@ -131,9 +140,9 @@ export async function run(flags: RunFlags): Promise<void> {
       hal,
       logger,
       runConfig: describeRunConfig(config),
-      ...agentUpdateOption(() => restartProcess(runtime, logger, exit, 'restarting into the staged release')),
+      ...agentUpdateOption(() => restart('restarting into the staged release')),
       // A `reset` (DESIGN.md §20): the launcher, or systemd's Restart=on-failure, starts the agent again.
-      restart: () => restartProcess(runtime, logger, exit, 'restarting for a reset'),
+      restart: () => restart('restarting for a reset'),
     });
   } catch (error) {
     if (isAgentFatalError(error)) {
@@ -143,6 +152,8 @@ export async function run(flags: RunFlags): Promise<void> {
     logger.fatal({ err: (error as Error).message }, 'agent failed to start');
     return exit(EXIT_FAILURE);
   }
+
+  started();
 
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
