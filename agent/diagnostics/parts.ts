@@ -3,8 +3,10 @@
  * `diag --json` print (the technician's own code, diag without its network steps), the recent command journal,
  * and the configuration with secrets removed.
  */
+
 import type { AgentStore, JournalEntry } from '../store/agent-store.js';
 import { runDiag } from '../technician/diag/run-diag.js';
+import type { CommandsReport } from '../technician/listings.js';
 import { collectReleases, releaseLayoutFor } from '../technician/release-status.js';
 import { collectStatus, type StatusReport } from '../technician/status.js';
 import { jsonForTerminal } from '../technician/terminal-text.js';
@@ -45,16 +47,8 @@ const DAY_MS = 86_400_000;
 export interface JournalPart {
   since: string;
   max_entries: number;
-  commands: Array<{
-    command_id: string;
-    command: string;
-    status: string;
-    reason: string | null;
-    params: unknown;
-    expiry: string;
-    received_at: string;
-    updated_at: string;
-  }>;
+  /** As `charger-agent commands --json` lists them. */
+  commands: CommandsReport['commands'];
 }
 
 /** Journal entries (newest first) received in the last 7 days, at most 500; parameters with secrets censored. */
