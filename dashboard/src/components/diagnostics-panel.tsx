@@ -14,6 +14,7 @@ import {
   diagnosticsPending,
   diagnosticsRequest,
 } from '../maintenance-rules.js';
+import { saveFile } from '../save-file.js';
 import { Badge, ErrorLine, Loading, Section } from './bits.js';
 import type { Sent } from './command-forms.js';
 
@@ -215,15 +216,7 @@ function DownloadButton({ diagnosticsId }: { diagnosticsId: string }) {
     setBusy(true);
     setError(undefined);
     try {
-      const blob = await api.blob(`/v1/operator/diagnostics/${encodeURIComponent(diagnosticsId)}/content`);
-      const url = URL.createObjectURL(blob);
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = name;
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      saveFile(name, await api.blob(`/v1/operator/diagnostics/${encodeURIComponent(diagnosticsId)}/content`));
     } catch (err) {
       setError(describeError(err));
     } finally {

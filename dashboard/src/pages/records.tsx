@@ -8,6 +8,7 @@ import { recordsToCsv } from '../csv.js';
 import type { Page } from '../fleet-store.js';
 import { dateTime, isoToLocalInput, kw, kwh, localInputToIso } from '../format.js';
 import { href } from '../router.js';
+import { saveFile } from '../save-file.js';
 
 /** The spec's filters, as the URL carries them (`#/records?device_id=…`), so a filtered list can be shared. */
 const FILTERS = ['device_id', 'connector_id', 'start_time', 'end_time'] as const;
@@ -229,12 +230,5 @@ async function withRetry<T>(read: () => Promise<T>): Promise<T> {
 }
 
 function download(name: string, text: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  saveFile(name, new Blob([text], { type: 'text/csv;charset=utf-8' }));
 }
