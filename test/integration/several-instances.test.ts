@@ -260,16 +260,31 @@ describe('several instances, one database, one Redis', () => {
   });
 
   it('answers parked long polls at once when an instance shuts down, and says it is draining', async () => {
-    const dev = await registerDevice(a, 'MI-DRAIN-1', tenant.siteId);
-    const d = await instance('inst-d');
+    // Each step says which one stalled (CI once reported only the test's timeout): starting an instance on a
+    // loaded machine can take seconds, the poll's answer must not wait for its 25 s.
+    const dev = await step('registering', registerDevice(a, 'MI-DRAIN-1', tenant.siteId), 15_000);
+    const d = await step('starting inst-d', instance('inst-d'), 30_000);
     const poll = d.http.get('/v1/device/commands?wait=25', { token: dev.token });
     await waitUntil(() => d.platform.context.notifier.connectedDevices() === 1);
     const closing = d.platform.close();
-    const answered = await poll;
+    const answered = await step('the parked poll answered', poll, 10_000);
     expect(answered.status).toBe(200);
     expect(answered.body.data.commands).toEqual([]);
-    await closing;
+    await step('closing inst-d', closing, 20_000);
     await d.http.close();
     await d.store.close();
-  });
+  }, 90_000);
 });
+
+/** `p`, or an error naming `what` once `ms` pass first. */
+async function step<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done in ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
