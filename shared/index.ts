@@ -13,6 +13,7 @@ export * from './request-signing.js';
 export * from './resources.js';
 export * from './schedule.js';
 export * from './stream.js';
+export * from './telemetry-history.js';
 export * from './updates.js';
 export * from './validation.js';
 export * from './webhooks.js';

@@ -3,16 +3,20 @@ import {
   type ChargingRecordsQuery,
   type Device,
   type DevicesQuery,
+  decodeTelemetryCursor,
   ENERGY_INTERVAL_MS,
   type EnergyQuery,
   ONLINE_WINDOW_SECONDS,
   type StoredEvent,
   type StoredFirmwareReport,
+  type TelemetryHistoryPage,
+  type TelemetryHistoryQuery,
   toTimestamp,
 } from '../../shared/index.js';
 import { rollupAlignedRange } from '../domain/energy-rollup.js';
 import { energySeriesItems } from '../domain/energy-series.js';
-import type { Store, StoredEventRow, StoredFirmwareRow } from '../storage/store.js';
+import { averagedWindow, historyPage, historyRange } from '../domain/telemetry-history.js';
+import type { Store, StoredEventRow, StoredFirmwareRow, TelemetryHistoryRow } from '../storage/store.js';
 import { connectorViewsByDevice, deviceView } from './device-view.js';
 import type { Liveness } from './liveness.js';
 import type { Tenancy, TenantActor } from './tenancy.js';
@@ -87,6 +91,42 @@ export function createOperatorReadService(deps: OperatorReadServiceDeps) {
         start_time: toTimestamp(startMs),
         end_time: toTimestamp(endMs),
         items: energySeriesItems(buckets, { startMs, endMs, intervalMs }),
+      };
+    },
+    /** A page of a charger's telemetry, raw or averaged, oldest first (DESIGN.md §21). */
+    async telemetry(
+      actor: TenantActor,
+      deviceId: string,
+      query: TelemetryHistoryQuery,
+    ): Promise<TelemetryHistoryPage> {
+      await tenancy.device(actor, deviceId);
+      const range = historyRange(query, deps.now());
+      const cursor = query.cursor === undefined ? undefined : decodeTelemetryCursor(query.cursor);
+      const after = cursor && { tsMs: cursor.tsMs, connectorId: cursor.connectorId };
+      const read = { deviceId, connectorId: query.connector_id, after, limit: query.limit + 1 };
+      let rows: TelemetryHistoryRow[] = [];
+      let windowEndMs = range.endMs;
+      if (range.bucketMs === undefined) {
+        rows = await store.telemetryHistory({ ...read, startMs: range.startMs, endMs: range.endMs });
+      } else {
+        const fromMs = Math.max(range.startMs, after?.tsMs ?? range.startMs);
+        const first =
+          fromMs < range.endMs
+            ? await store.firstTelemetryAt(deviceId, query.connector_id, fromMs, range.endMs)
+            : undefined;
+        const bucketMs = range.bucketMs;
+        const window = averagedWindow({ ...range, bucketMs }, fromMs, first, query.limit);
+        if (window) {
+          windowEndMs = window.endMs;
+          rows = await store.telemetryHistory({ ...read, ...window, bucketMs });
+        }
+      }
+      return {
+        device_id: deviceId,
+        resolution: query.resolution,
+        start_time: toTimestamp(range.startMs),
+        end_time: toTimestamp(range.endMs),
+        ...historyPage(rows, { resolution: query.resolution, limit: query.limit, windowEndMs, range }),
       };
     },
   };

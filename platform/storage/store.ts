@@ -21,6 +21,7 @@ import type { DiagnosticsRepository } from './diagnostics-repository.js';
 import type { ClientEntry, DeviceEntry } from './directory-rows.js';
 import type { EnrolmentRepository } from './enrolment-repository.js';
 import type { Page } from './page.js';
+import type { TelemetryHistoryRepository } from './telemetry-history-repository.js';
 import type { UpdateRepository } from './update-repository.js';
 import type { WebhookRepository } from './webhook-repository.js';
 
@@ -312,6 +313,11 @@ export type { ClientEntry, DeviceEntry } from './directory-rows.js';
 export type { EnrolmentRepository, EnrolmentRow, NewEnrolment } from './enrolment-repository.js';
 export type { Page } from './page.js';
 export type {
+  TelemetryHistoryRead,
+  TelemetryHistoryRepository,
+  TelemetryHistoryRow,
+} from './telemetry-history-repository.js';
+export type {
   BatchCommand,
   UpdateCandidate,
   UpdateDeviceChange,
@@ -360,6 +366,7 @@ export type Store = OperatorDirectory &
   DeviceRepository &
   DeviceSecretRepository &
   TelemetryRepository &
+  TelemetryHistoryRepository &
   CommandRepository &
   ChargingRecordRepository &
   EnergyRepository &

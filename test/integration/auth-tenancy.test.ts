@@ -107,6 +107,8 @@ describe('another tenant’s resources answer exactly as missing ones', () => {
         'PUT /v1/device/diagnostics/:diagnostics_id diagnostics_id',
       ]),
     );
+    // Telemetry history (DESIGN.md §21).
+    expect(labels).toContain('GET /v1/operator/devices/:device_id/telemetry device_id');
   });
 
   it('and so do the resources an aggregator made for the other tenant (commands, controls, schedules)', async () => {

@@ -16,6 +16,8 @@ import {
   SiteView,
   StoredEvent,
   StoredFirmwareReport,
+  TelemetryHistoryPage,
+  TelemetryHistoryQuery,
 } from '../../../shared/index.js';
 import type { PlatformContext } from '../context.js';
 import { type AnyRoute, route } from '../route-spec.js';
@@ -86,6 +88,25 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       errors: [404],
       handler: async ({ params, query, request }) =>
         reads.events(principal(request), params.device_id, query.page, query.size),
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/operator/devices/:device_id/telemetry',
+      summary: 'Telemetry the charger reported, raw or averaged, oldest first',
+      description:
+        'The samples of a time range (default: the hour before now), of one connector or all: `raw` as the ' +
+        'charger sent them (2,000 at most per page), `1m` or `15m` as the mean of each measurement in the ' +
+        'bucket and its last state (the range widened to whole buckets). Pages follow `next_cursor` until it is ' +
+        'null; a page may hold fewer items than `limit` and still have a next one.',
+      tag: 'operator',
+      auth: read,
+      rate: 'operatorQuery',
+      params: DeviceParams,
+      query: TelemetryHistoryQuery,
+      response: TelemetryHistoryPage,
+      errors: [404],
+      handler: async ({ params, query, request }) =>
+        reads.telemetry(principal(request), params.device_id, query),
     }),
     route({
       method: 'GET',

@@ -17,6 +17,7 @@ import { holdingJobLock } from './exclusive-jobs.js';
 import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
+import { createPgTelemetryHistory } from './telemetry-history.js';
 import { createTelemetryPartitions } from './telemetry-partitions.js';
 import { createPgUpdates } from './updates.js';
 import { createPgWebhooks } from './webhooks.js';
@@ -84,6 +85,7 @@ export async function openPostgresBackend(
     ...devices,
     ...deviceSecrets,
     ...telemetry,
+    ...createPgTelemetryHistory(db),
     ...commands,
     ...history,
     ...configurations,

@@ -19,6 +19,7 @@ import { createSqliteEnrolments } from './enrolments.js';
 import { createInlineReader, createWorkerReader } from './reader.js';
 import { createSqliteRetention } from './retention.js';
 import { createSqliteTelemetry } from './telemetry.js';
+import { createSqliteTelemetryHistory } from './telemetry-history.js';
 import { createSqliteUpdates } from './updates.js';
 import { createSqliteWebhooks } from './webhooks.js';
 import { createWriteBatcher } from './write-batcher.js';
@@ -106,6 +107,7 @@ export function openSqliteBackend(
     ...devices,
     ...deviceSecrets,
     ...telemetry.telemetry,
+    ...createSqliteTelemetryHistory(reader),
     ...commands,
     ...history,
     ...configurations,

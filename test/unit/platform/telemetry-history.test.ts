@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest';
+import {
+  averagedWindow,
+  type HistoryRange,
+  historyItem,
+  historyPage,
+  historyRange,
+} from '../../../platform/domain/telemetry-history.js';
+import type { TelemetryHistoryRow } from '../../../platform/storage/store.js';
+import {
+  decodeTelemetryCursor,
+  encodeTelemetryCursor,
+  TelemetryHistoryQuery,
+} from '../../../shared/index.js';
+
+const T = Date.parse('2026-11-27T10:00:00Z');
+const MIN = 60_000;
+
+const row = (
+  tsMs: number,
+  connectorId: number,
+  extra: Partial<TelemetryHistoryRow> = {},
+): TelemetryHistoryRow => ({
+  ts_ms: tsMs,
+  connector_id: connectorId,
+  state: 'charging',
+  voltage: 230.1,
+  current: null,
+  power: 7.4,
+  energy_delivered: null,
+  soc: 41,
+  temperature: null,
+  phase_details: null,
+  samples: 1,
+  ...extra,
+});
+
+describe('historyRange', () => {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  it.each([
+    [
+      'raw, both times',
+      { start_time: iso(T + 7), end_time: iso(T + 99), resolution: 'raw' },
+      [T + 7, T + 99],
+    ],
+    ['raw, no start: an hour before the end', { end_time: iso(T), resolution: 'raw' }, [T - 60 * MIN, T]],
+    ['raw, nothing: the hour before now', { resolution: 'raw' }, [T + 5 - 60 * MIN, T + 5]],
+    [
+      '1m widened to whole minutes',
+      { start_time: iso(T + 30_000), end_time: iso(T + 90_001), resolution: '1m' },
+      [T, T + 2 * MIN],
+    ],
+    [
+      '15m widened to whole quarters',
+      { start_time: iso(T + 14 * MIN), end_time: iso(T + 16 * MIN), resolution: '15m' },
+      [T, T + 30 * MIN],
+    ],
+    [
+      '15m already whole',
+      { start_time: iso(T), end_time: iso(T + 15 * MIN), resolution: '15m' },
+      [T, T + 15 * MIN],
+    ],
+  ] as const)('%s', (_label, q, [startMs, endMs]) => {
+    const r = historyRange(q, T + 5);
+    expect([r.startMs, r.endMs]).toEqual([startMs, endMs]);
+    expect(r.bucketMs).toBe(q.resolution === 'raw' ? undefined : q.resolution === '1m' ? MIN : 15 * MIN);
+  });
+});
+
+describe('averagedWindow', () => {
+  const range = { startMs: T, endMs: T + 600 * MIN, bucketMs: MIN };
+  it.each([
+    ['nothing left', T, undefined, 100, undefined],
+    [
+      'starts at the first sample’s bucket, limit buckets long',
+      T,
+      T + 61 * MIN + 5,
+      100,
+      [T + 61 * MIN, T + 161 * MIN],
+    ],
+    ['never past the range', T, T + 590 * MIN, 100, [T + 590 * MIN, T + 600 * MIN]],
+    [
+      'never before where the page starts (the cursor’s bucket)',
+      T + 10 * MIN,
+      T + 10 * MIN + 1,
+      5,
+      [T + 10 * MIN, T + 15 * MIN],
+    ],
+  ] as const)('%s', (_label, fromMs, first, limit, want) => {
+    const w = averagedWindow(range, fromMs, first, limit);
+    expect(w && [w.startMs, w.endMs]).toEqual(want);
+  });
+});
+
+describe('historyPage', () => {
+  const raw: HistoryRange = { startMs: T, endMs: T + 60 * MIN };
+  const averaged: HistoryRange = { startMs: T, endMs: T + 60 * MIN, bucketMs: MIN };
+  const cursorOf = (page: { next_cursor: string | null }) =>
+    page.next_cursor === null ? null : decodeTelemetryCursor(page.next_cursor);
+
+  it('has no next page when the read found no more than the limit', () => {
+    const page = historyPage([row(T, 1), row(T, 2)], {
+      resolution: 'raw',
+      limit: 2,
+      windowEndMs: raw.endMs,
+      range: raw,
+    });
+    expect(page.items).toHaveLength(2);
+    expect(page.next_cursor).toBeNull();
+  });
+  it('continues after the last item shown when there were more', () => {
+    const page = historyPage([row(T, 1), row(T, 2), row(T + 5000, 1)], {
+      resolution: 'raw',
+      limit: 2,
+      windowEndMs: raw.endMs,
+      range: raw,
+    });
+    expect(page.items.map((i) => i.connector_id)).toEqual([1, 2]);
+    expect(cursorOf(page)).toEqual({ resolution: 'raw', tsMs: T, connectorId: 2 });
+  });
+  it('continues after the window when an averaged read covered only part of the range', () => {
+    const page = historyPage([row(T, 1, { samples: 12 })], {
+      resolution: '1m',
+      limit: 10,
+      windowEndMs: T + 10 * MIN,
+      range: averaged,
+    });
+    expect(cursorOf(page)).toEqual({ resolution: '1m', tsMs: T + 9 * MIN, connectorId: 99 });
+    const last = historyPage([], {
+      resolution: '1m',
+      limit: 10,
+      windowEndMs: averaged.endMs,
+      range: averaged,
+    });
+    expect(last).toEqual({ items: [], next_cursor: null });
+  });
+});
+
+describe('historyItem', () => {
+  it('shows the measurements there are; phase details raw only; the count averaged only', () => {
+    const details = { l1: { voltage: 230.1 } };
+    expect(historyItem(row(T, 1, { phase_details: details }), 'raw')).toEqual({
+      timestamp: '2026-11-27T10:00:00.000Z',
+      connector_id: 1,
+      state: 'charging',
+      voltage: 230.1,
+      power: 7.4,
+      soc: 41,
+      phase_details: details,
+    });
+    expect(historyItem(row(T, 2, { samples: 12, soc: 41.5 }), '1m')).toEqual({
+      timestamp: '2026-11-27T10:00:00.000Z',
+      connector_id: 2,
+      state: 'charging',
+      voltage: 230.1,
+      power: 7.4,
+      soc: 41.5,
+      samples: 12,
+    });
+  });
+});
+
+describe('the cursor', () => {
+  it('round-trips and refuses what it did not make', () => {
+    const c = { resolution: '15m', tsMs: T, connectorId: 16 } as const;
+    expect(decodeTelemetryCursor(encodeTelemetryCursor(c))).toEqual(c);
+    for (const bad of ['', 'x', Buffer.from('raw.1.2.3').toString('base64url'), 'a'.repeat(49), '%%%']) {
+      expect(decodeTelemetryCursor(bad), bad).toBeUndefined();
+    }
+  });
+  it('belongs to the resolution that made it', () => {
+    const cursor = encodeTelemetryCursor({ resolution: 'raw', tsMs: T, connectorId: 1 });
+    expect(TelemetryHistoryQuery.safeParse({ cursor, resolution: 'raw' }).success).toBe(true);
+    const other = TelemetryHistoryQuery.safeParse({ cursor, resolution: '1m' });
+    expect(other.success).toBe(false);
+    expect(other.error?.issues[0]?.path).toEqual(['cursor']);
+  });
+});
