@@ -1,0 +1,355 @@
+import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+
+/**
+ * The compressed block of one connector's samples (DESIGN.md §21): columnar, lossless, a few bytes a sample.
+ *
+ * Before compression a block is, little-endian:
+ *   u8 version (1) · uvarint count
+ *   times: uvarint first · uvarint first delta · zigzag varint delta-of-delta for each further sample
+ *   states: one byte each (index into STATES)
+ *   per measurement (MEASUREMENTS order): u8 mode · presence · values
+ *     mode 0: no sample has it · 1: decimal, u8 scale k, zigzag varint deltas of round(v·10^k) ·
+ *     2: float64 each (a value no decimal scale holds exactly)
+ *     presence: u8 1 (every sample) or 0 and a bitmap of count bits
+ *   phase details: presence, then uvarint byte length and UTF-8 JSON for each present
+ * and then zstd over the whole. Times strictly increase (one sample per instant and connector). A decimal scale
+ * is used only when every value reads back identical (`Object.is`), so the block is exact: what the charger
+ * sent, as JSON numbers parse.
+ */
+
+export const STATES = ['idle', 'charging', 'discharging', 'fault'] as const;
+export const MEASUREMENTS = [
+  'voltage',
+  'current',
+  'power',
+  'energy_delivered',
+  'soc',
+  'temperature',
+] as const;
+export type BlockMeasurement = (typeof MEASUREMENTS)[number];
+
+/** One sample of a connector as a block holds it. */
+export type BlockSample = {
+  ts_ms: number;
+  state: string;
+  /** JSON text as the charger sent it, or null. */
+  phase_details: string | null;
+} & Record<BlockMeasurement, number | null>;
+
+const VERSION = 1;
+const MAX_SCALE = 9;
+/** Scaled integers stay below this, so that deltas and their zigzag stay exact doubles. */
+const MAX_SCALED = 2 ** 50;
+const ZSTD_LEVEL = 9;
+
+/** Encodes samples (sorted by `ts_ms`, each instant once) into a compressed block. */
+export function encodeBlock(samples: readonly BlockSample[]): Buffer {
+  const w = createWriter(64 + samples.length * 16);
+  w.byte(VERSION);
+  w.uvarint(samples.length);
+  writeTimes(w, samples);
+  for (const s of samples) {
+    const i = STATES.indexOf(s.state as (typeof STATES)[number]);
+    if (i < 0) throw new Error(`telemetry block: unknown state ${JSON.stringify(s.state)}`);
+    w.byte(i);
+  }
+  for (const m of MEASUREMENTS) writeMeasurement(w, samples, m);
+  const details = samples.map((s) => s.phase_details);
+  writePresence(w, details);
+  for (const d of details) {
+    if (d === null) continue;
+    const bytes = Buffer.from(d);
+    w.uvarint(bytes.length);
+    w.bytes(bytes);
+  }
+  return zstdCompressSync(w.done(), { params: { [constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL } });
+}
+
+/**
+ * A block's samples as columns, in time order: what reads that average or filter walk without making an
+ * object per sample. A measurement a sample did not have is NaN.
+ */
+export interface BlockColumns {
+  count: number;
+  ts: Float64Array;
+  /** Index into STATES. */
+  state: Uint8Array;
+  values: Record<BlockMeasurement, Float64Array>;
+  phaseDetails: Array<string | null>;
+}
+
+export function decodeColumns(block: Uint8Array): BlockColumns {
+  const r = createReader(zstdDecompressSync(block));
+  const version = r.byte();
+  if (version !== VERSION)
+    throw new Error(`telemetry block: version ${version} is not one this platform reads`);
+  const count = r.uvarint();
+  const ts = readTimes(r, count);
+  const state = Uint8Array.from(r.take(count));
+  for (const s of state) if (s >= STATES.length) throw new Error('telemetry block: corrupt state');
+  const values = {} as Record<BlockMeasurement, Float64Array>;
+  for (const m of MEASUREMENTS) values[m] = readMeasurement(r, count);
+  const detailsPresent = readPresence(r, count);
+  const phaseDetails: Array<string | null> = new Array<string | null>(count).fill(null);
+  for (let i = 0; i < count; i++) if (detailsPresent[i]) phaseDetails[i] = r.utf8(r.uvarint());
+  return { count, ts, state, values, phaseDetails };
+}
+
+/** The samples of a block, in time order. */
+export function decodeBlock(block: Uint8Array): BlockSample[] {
+  const c = decodeColumns(block);
+  const out: BlockSample[] = [];
+  for (let i = 0; i < c.count; i++) out.push(sampleAt(c, i));
+  return out;
+}
+
+/** The `i`th sample of decoded columns. */
+export function sampleAt(c: BlockColumns, i: number): BlockSample {
+  const s = { ts_ms: c.ts[i] as number, state: STATES[c.state[i] as number] as string } as BlockSample;
+  for (const m of MEASUREMENTS) {
+    const v = c.values[m][i] as number;
+    s[m] = Number.isNaN(v) ? null : v;
+  }
+  s.phase_details = c.phaseDetails[i] ?? null;
+  return s;
+}
+
+/**
+ * `existing` and `incoming` as one time-ordered list, each instant once: a sample already in `existing` wins
+ * (a re-sent sample is a duplicate, never a correction), as the recent table's unique index decides on insert.
+ */
+export function mergeSamples(
+  existing: readonly BlockSample[],
+  incoming: readonly BlockSample[],
+): BlockSample[] {
+  const byTime = new Map<number, BlockSample>();
+  for (const s of incoming) if (!byTime.has(s.ts_ms)) byTime.set(s.ts_ms, s);
+  for (const s of existing) byTime.set(s.ts_ms, s);
+  return [...byTime.values()].sort((a, b) => a.ts_ms - b.ts_ms);
+}
+
+function writeTimes(w: Writer, samples: readonly BlockSample[]): void {
+  let prev = 0;
+  let prevDelta = 0;
+  samples.forEach((s, i) => {
+    if (!Number.isSafeInteger(s.ts_ms) || s.ts_ms < 0) throw new Error('telemetry block: bad timestamp');
+    if (i === 0) w.uvarint(s.ts_ms);
+    else {
+      const delta = s.ts_ms - prev;
+      if (delta <= 0) throw new Error('telemetry block: timestamps must strictly increase');
+      if (i === 1) w.uvarint(delta);
+      else w.varint(delta - prevDelta);
+      prevDelta = delta;
+    }
+    prev = s.ts_ms;
+  });
+}
+
+function readTimes(r: Reader, count: number): Float64Array {
+  const out = new Float64Array(count);
+  let prev = 0;
+  let delta = 0;
+  for (let i = 0; i < count; i++) {
+    if (i === 0) prev = r.uvarint();
+    else {
+      delta = i === 1 ? r.uvarint() : delta + r.varint();
+      prev += delta;
+    }
+    out[i] = prev;
+  }
+  return out;
+}
+
+/** The smallest decimal scale that holds every value exactly, or undefined. */
+export function decimalScale(values: readonly number[]): number | undefined {
+  let k = 0;
+  for (const v of values) {
+    while (k <= MAX_SCALE && !holds(v, k)) k++;
+    if (k > MAX_SCALE) return undefined;
+  }
+  // A larger scale chosen for a later value must still hold the earlier ones.
+  return values.every((v) => holds(v, k)) ? k : undefined;
+}
+
+function holds(v: number, k: number): boolean {
+  const p = 10 ** k;
+  const n = Math.round(v * p);
+  return Math.abs(n) < MAX_SCALED && !Object.is(n, -0) && !Object.is(v, -0) && Object.is(n / p, v);
+}
+
+function writeMeasurement(w: Writer, samples: readonly BlockSample[], m: BlockMeasurement): void {
+  const column = samples.map((s) => s[m]);
+  const present = column.filter((v): v is number => v !== null);
+  if (present.length === 0) {
+    w.byte(0);
+    return;
+  }
+  const k = decimalScale(present);
+  w.byte(k === undefined ? 2 : 1);
+  writePresence(w, column);
+  if (k === undefined) {
+    for (const v of present) w.float64(v);
+    return;
+  }
+  w.byte(k);
+  const p = 10 ** k;
+  let prev = 0;
+  for (const v of present) {
+    const n = Math.round(v * p);
+    w.varint(n - prev);
+    prev = n;
+  }
+}
+
+function readMeasurement(r: Reader, count: number): Float64Array {
+  const out = new Float64Array(count).fill(Number.NaN);
+  const mode = r.byte();
+  if (mode === 0) return out;
+  const present = readPresence(r, count);
+  if (mode === 2) {
+    for (let i = 0; i < count; i++) if (present[i]) out[i] = r.float64();
+    return out;
+  }
+  if (mode !== 1) throw new Error('telemetry block: corrupt measurement');
+  const p = 10 ** r.byte();
+  let n = 0;
+  for (let i = 0; i < count; i++) {
+    if (!present[i]) continue;
+    n += r.varint();
+    out[i] = n / p;
+  }
+  return out;
+}
+
+function writePresence(w: Writer, column: ReadonlyArray<unknown>): void {
+  if (column.every((v) => v !== null)) {
+    w.byte(1);
+    return;
+  }
+  w.byte(0);
+  const bits = new Uint8Array(Math.ceil(column.length / 8));
+  column.forEach((v, i) => {
+    if (v !== null) bits[i >> 3]! |= 1 << (i & 7);
+  });
+  w.bytes(bits);
+}
+
+function readPresence(r: Reader, count: number): Uint8Array {
+  const out = new Uint8Array(count);
+  if (r.byte() === 1) return out.fill(1);
+  const bits = r.take(Math.ceil(count / 8));
+  for (let i = 0; i < count; i++) out[i] = (bits[i >> 3] as number) & (1 << (i & 7)) ? 1 : 0;
+  return out;
+}
+
+interface Writer {
+  byte(v: number): void;
+  bytes(b: Uint8Array): void;
+  uvarint(v: number): void;
+  varint(v: number): void;
+  float64(v: number): void;
+  done(): Buffer;
+}
+
+function createWriter(initial: number): Writer {
+  let buf = Buffer.allocUnsafe(initial);
+  let at = 0;
+  const room = (n: number) => {
+    if (at + n <= buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(buf.length * 2, at + n));
+    buf.copy(next, 0, 0, at);
+    buf = next;
+  };
+  const uvarint = (v: number) => {
+    room(8);
+    // Arithmetic, not bit operators: values go past 32 bits.
+    let x = v;
+    while (x >= 128) {
+      buf[at++] = (x % 128) | 128;
+      x = Math.floor(x / 128);
+    }
+    buf[at++] = x;
+  };
+  return {
+    byte(v) {
+      room(1);
+      buf[at++] = v;
+    },
+    bytes(b) {
+      room(b.length);
+      buf.set(b, at);
+      at += b.length;
+    },
+    uvarint,
+    varint(v) {
+      uvarint(v < 0 ? -2 * v - 1 : 2 * v);
+    },
+    float64(v) {
+      room(8);
+      buf.writeDoubleLE(v, at);
+      at += 8;
+    },
+    done: () => buf.subarray(0, at),
+  };
+}
+
+interface Reader {
+  byte(): number;
+  take(n: number): Uint8Array;
+  uvarint(): number;
+  varint(): number;
+  float64(): number;
+  utf8(n: number): string;
+}
+
+function createReader(buf: Buffer): Reader {
+  let at = 0;
+  const need = (n: number) => {
+    if (at + n > buf.length) throw new Error('telemetry block: truncated');
+  };
+  const uvarint = () => {
+    // Most values fit one byte: that path first.
+    const first = buf[at++];
+    if (first === undefined) throw new Error('telemetry block: truncated');
+    if (first < 128) return first;
+    let x = first & 127;
+    let scale = 128;
+    for (;;) {
+      const b = buf[at++];
+      if (b === undefined) throw new Error('telemetry block: truncated');
+      x += (b & 127) * scale;
+      if (b < 128) return x;
+      scale *= 128;
+      if (scale > 2 ** 56) throw new Error('telemetry block: corrupt varint');
+    }
+  };
+  return {
+    byte() {
+      need(1);
+      return buf[at++] as number;
+    },
+    take(n) {
+      need(n);
+      const out = buf.subarray(at, at + n);
+      at += n;
+      return out;
+    },
+    uvarint,
+    varint() {
+      const z = uvarint();
+      return z % 2 === 1 ? -(z + 1) / 2 : z / 2;
+    },
+    float64() {
+      need(8);
+      const v = buf.readDoubleLE(at);
+      at += 8;
+      return v;
+    },
+    utf8(n) {
+      need(n);
+      const s = buf.toString('utf8', at, at + n);
+      at += n;
+      return s;
+    },
+  };
+}
