@@ -44,7 +44,7 @@ export function TimeChart({ label, series, data, height = 220, xRange, yLabel }:
       u.destroy();
       chart.current = undefined;
     };
-  }, [series.map((s) => s.label).join('|'), height]);
+  }, [series.map((s) => s.label).join('|'), height, yLabel]);
 
   useEffect(() => {
     chart.current?.setData(data, xRange === undefined);

@@ -6,7 +6,7 @@ import { ConnectorActions, type Sent } from '../components/command-forms.js';
 import { ConfigurationTable } from '../components/configuration-table.js';
 import { ConnectorMaintenance } from '../components/connector-maintenance.js';
 import { CommandsPanel, EventsPanel, SchedulesPanel } from '../components/device-panels.js';
-import { DevicePowerChart } from '../components/device-power-chart.js';
+import { DeviceTelemetryChart } from '../components/device-telemetry-chart.js';
 import { DiagnosticsPanel } from '../components/diagnostics-panel.js';
 import { MaintenanceActions } from '../components/maintenance-actions.js';
 import { ScheduleForm } from '../components/schedule-form.js';
@@ -15,8 +15,8 @@ import { ago, celsius, dateTime, kw, kwh, percent } from '../format.js';
 import { href } from '../router.js';
 
 /**
- * One charger: each connector live with its commands and maintenance, restart, the last hour's power, commands,
- * configuration, diagnostics, schedules and events.
+ * One charger: each connector live with its commands and maintenance, restart, its telemetry (the last hour live,
+ * earlier windows scrolled back to), commands, configuration, diagnostics, schedules and events.
  */
 export function DevicePage({ deviceId }: { deviceId: string }) {
   const { api } = useApp();
@@ -142,8 +142,8 @@ export function DevicePage({ deviceId }: { deviceId: string }) {
         onSent={onSent}
         onBack={() => setEventsVersion((v) => v + 1)}
       />
-      <Section title="Power, last hour">
-        <DevicePowerChart device={device} />
+      <Section title="Telemetry">
+        <DeviceTelemetryChart deviceId={device.device_id} />
       </Section>
       <CommandsPanel deviceId={device.device_id} sent={sent} />
       <ConfigurationTable deviceId={device.device_id} onSent={onSent} refreshKey={eventsVersion} />
