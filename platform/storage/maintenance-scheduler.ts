@@ -19,6 +19,8 @@ import type { ExclusiveJob, Maintenance, Store } from './store.js';
 /** Rollups stay close behind ingest, so that an energy read has little left to do. */
 const ROLLUP_EVERY_MS = 1_000;
 const RETENTION_EVERY_MS = 10 * 60_000;
+/** Telemetry becomes compactable an hour at a time: a pass a minute keeps the recent table short. */
+const COMPACTION_EVERY_MS = 60_000;
 const RETENTION_FIRST_MS = 30_000;
 const DAY_MS = 86_400_000;
 /** Devices read per query while retention walks them. */
@@ -56,11 +58,16 @@ export function withMaintenance(backend: OpenedBackend, options: MaintenanceOpti
     everyMs: c.everyMs,
     ...singleFlight(() => c.run().then(ignore, ignore)),
   }));
+  const compaction = singleFlight(async () => {
+    await upkeep.compaction?.compact();
+  });
   if (options.background) {
     const every = (ms: number, run: () => unknown) => {
       timers.push(setInterval(run, ms).unref());
     };
     every(ROLLUP_EVERY_MS, () => upkeep.rollups.catchUp().catch(ignore));
+    // After the rollups: compaction takes only rows they have taken in.
+    if (upkeep.compaction) every(COMPACTION_EVERY_MS, () => compaction.run().catch(ignore));
     const prune = () =>
       (upkeep.beforeRetention?.() ?? Promise.resolve()).then(() => retention.pass.run()).catch(ignore);
     every(RETENTION_EVERY_MS, prune);
@@ -73,6 +80,7 @@ export function withMaintenance(backend: OpenedBackend, options: MaintenanceOpti
   const maintenance: Maintenance = {
     async runMaintenance() {
       await upkeep.rollups.catchUp();
+      await compaction.run();
       await retention.pass.run();
     },
     async runAlone(job, run) {
@@ -101,6 +109,7 @@ export function withMaintenance(backend: OpenedBackend, options: MaintenanceOpti
       await Promise.all(chores.map((c) => c.idle()));
       await Promise.allSettled(jobs.values());
       await upkeep.rollups.idle();
+      await compaction.idle();
       await retention.pass.idle();
       await backend.close();
     },

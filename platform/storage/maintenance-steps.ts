@@ -54,6 +54,11 @@ export interface UpkeepSteps {
    * running it, when another instance holds it. One process serves a SQLite file: there it always runs.
    */
   exclusively<T>(job: ExclusiveJob, run: () => Promise<T>): Promise<RunAloneOutcome<T>>;
+  /**
+   * Moves telemetry older than an hour from the recent table into compressed blocks (DESIGN.md §21): the
+   * samples it moved. Concurrent calls share a pass.
+   */
+  compaction?: { compact(): Promise<number> };
   /** Upkeep before each timed retention pass (PostgreSQL: the coming days' telemetry partitions). */
   beforeRetention?(): Promise<void>;
   /** Further upkeep on a timer of its own, one run at a time (PostgreSQL: planner statistics). */

@@ -1,4 +1,5 @@
 import { TELEMETRY_MEASUREMENTS } from '../../shared/index.js';
+import type { CompactableRow } from './telemetry-compaction.js';
 import type { TelemetryHistoryRead, TelemetryHistoryRow } from './telemetry-history-repository.js';
 
 /** The measurement columns, in the order both backends select them. */
@@ -24,4 +25,93 @@ export function toHistoryRow(raw: RawHistoryRow): TelemetryHistoryRow {
         ? (JSON.parse(details) as Record<string, unknown>)
         : ((details ?? null) as Record<string, unknown> | null),
   };
+}
+
+/**
+ * The items of `read` from samples gathered from blocks and the recent table (in any order, each instant of a
+ * connector once): raw samples, or each bucket's means, last state and count, as the backends' SQL answers
+ * them over the recent table alone.
+ */
+export function historyFromSamples(
+  samples: readonly CompactableRow[],
+  read: TelemetryHistoryRead,
+): TelemetryHistoryRow[] {
+  const start = readStart(read);
+  const wanted = (s: CompactableRow) =>
+    s.ts_ms < read.endMs && (read.connectorId === undefined || s.connector_id === read.connectorId);
+  const after = (tsMs: number, connectorId: number) =>
+    tsMs > start.tsMs || (tsMs === start.tsMs && connectorId > start.connectorId);
+  const inOrder = (a: { ts_ms: number; connector_id: number }, b: { ts_ms: number; connector_id: number }) =>
+    a.ts_ms - b.ts_ms || a.connector_id - b.connector_id;
+  if (read.bucketMs === undefined) {
+    return samples
+      .filter((s) => wanted(s) && s.ts_ms >= start.tsMs && after(s.ts_ms, s.connector_id))
+      .sort(inOrder)
+      .slice(0, read.limit)
+      .map((s) => toHistoryRow({ ...s, samples: 1 }));
+  }
+  const bucketMs = read.bucketMs;
+  const buckets = new Map<string, Bucket>();
+  for (const s of samples) {
+    if (!wanted(s) || s.ts_ms < start.tsMs) continue;
+    const ts = s.ts_ms - (s.ts_ms % bucketMs);
+    if (!after(ts, s.connector_id)) continue;
+    const key = `${ts}|${s.connector_id}`;
+    let b = buckets.get(key);
+    if (!b) {
+      b = newBucket(ts, s.connector_id);
+      buckets.set(key, b);
+    }
+    addToBucket(b, s);
+  }
+  return [...buckets.values()].sort(inOrder).slice(0, read.limit).map(bucketRow);
+}
+
+interface Bucket {
+  ts_ms: number;
+  connector_id: number;
+  lastMs: number;
+  state: string;
+  samples: number;
+  sums: number[];
+  counts: number[];
+}
+
+const newBucket = (tsMs: number, connectorId: number): Bucket => ({
+  ts_ms: tsMs,
+  connector_id: connectorId,
+  lastMs: Number.NEGATIVE_INFINITY,
+  state: '',
+  samples: 0,
+  sums: TELEMETRY_MEASUREMENTS.map(() => 0),
+  counts: TELEMETRY_MEASUREMENTS.map(() => 0),
+});
+
+function addToBucket(b: Bucket, s: CompactableRow): void {
+  b.samples++;
+  if (s.ts_ms > b.lastMs) {
+    b.lastMs = s.ts_ms;
+    b.state = s.state;
+  }
+  TELEMETRY_MEASUREMENTS.forEach((m, i) => {
+    const v = s[m];
+    if (v === null) return;
+    b.sums[i] = (b.sums[i] as number) + v;
+    b.counts[i] = (b.counts[i] as number) + 1;
+  });
+}
+
+function bucketRow(b: Bucket): TelemetryHistoryRow {
+  const row = {
+    ts_ms: b.ts_ms,
+    connector_id: b.connector_id,
+    state: b.state,
+    phase_details: null,
+    samples: b.samples,
+  } as TelemetryHistoryRow;
+  TELEMETRY_MEASUREMENTS.forEach((m, i) => {
+    const n = b.counts[i] as number;
+    row[m] = n === 0 ? null : (b.sums[i] as number) / n;
+  });
+  return row;
 }

@@ -4,6 +4,7 @@ import { MAX_GAP_MS } from '../../domain/energy.js';
 import { type RollupRun, recomputeRollupRun } from '../../domain/energy-rollup.js';
 import { createPassQueue } from '../pass-queue.js';
 import { byConnector, lateRollupRuns, planConnectorRollup, type RollupRow } from '../rollup-rows.js';
+import type { SqliteTelemetryBlocks } from './telemetry-blocks.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
@@ -41,6 +42,8 @@ export function createSqliteEnergyRollups(
   write: <T>(run: () => T) => Promise<T>,
   /** Raw telemetry before this (ms) may have been pruned: late rows there are not recomputed from it. */
   telemetryHorizonMs: () => number = () => Number.NEGATIVE_INFINITY,
+  /** Samples compacted out of the recent table (DESIGN.md §21): rolled up already, read back for recomputes. */
+  blocks?: () => Pick<SqliteTelemetryBlocks, 'samplesIn' | 'newest'>,
 ): EnergyRollups {
   const stmt = {
     watermark: db.prepare('SELECT value FROM settings WHERE key = ?').pluck(),
@@ -81,15 +84,34 @@ export function createSqliteEnergyRollups(
   const putBuckets = (deviceId: string, connectorId: number, buckets: readonly EnergyBucket[]) => {
     for (const b of buckets) stmt.addDelta.run({ device_id: deviceId, connector_id: connectorId, ...b });
   };
+  /** The connector's rolled-up samples in `[fromMs, toMs]`, in time order: its blocks' and the recent table's. */
+  const samplesIn = (deviceId: string, connectorId: number, fromMs: number, toMs: number, upToId: number) => {
+    const recent = stmt.samplesIn.all(deviceId, fromMs, toMs, connectorId, upToId) as PowerSample[];
+    const compacted = blocks?.().samplesIn(deviceId, connectorId, fromMs, toMs) ?? [];
+    if (compacted.length === 0) return recent;
+    const merged: PowerSample[] = compacted.map((s) => ({
+      connector_id: connectorId,
+      ts_ms: s.ts_ms,
+      power: s.power,
+    }));
+    return merged.concat(recent).sort((a, b) => a.ts_ms - b.ts_ms);
+  };
+  /** The connector's newest rolled-up sample, in the recent table or a block. */
+  const newestRolledUp = (deviceId: string, connectorId: number, watermark: number) => {
+    const recent = stmt.newestRolledUp.get(deviceId, connectorId, watermark) as PowerSample | undefined;
+    const compacted = blocks?.().newest(deviceId, connectorId);
+    if (!compacted || (recent && recent.ts_ms >= compacted.ts_ms)) return recent;
+    return { connector_id: connectorId, ts_ms: compacted.ts_ms, power: compacted.power };
+  };
   const recompute = (deviceId: string, connectorId: number, runs: readonly RollupRun[], upToId: number) => {
     for (const run of runs) {
-      const samples = stmt.samplesIn.iterate(
+      const samples = samplesIn(
         deviceId,
+        connectorId,
         run.startMs - MAX_GAP_MS,
         run.endMs + MAX_GAP_MS,
-        connectorId,
         upToId,
-      ) as Iterable<PowerSample>;
+      );
       const buckets = recomputeRollupRun(samples, run);
       stmt.deleteRun.run(deviceId, connectorId, run.startMs, run.endMs);
       putBuckets(deviceId, connectorId, buckets);
@@ -110,9 +132,7 @@ export function createSqliteEnergyRollups(
     }
     for (const [key, group] of byConnector(rows)) {
       const { device_id, connector_id } = group[0]!;
-      const last =
-        newest.get(key) ??
-        (stmt.newestRolledUp.get(device_id, connector_id, watermark) as PowerSample | undefined);
+      const last = newest.get(key) ?? newestRolledUp(device_id, connector_id, watermark);
       const plan = planConnectorRollup(last, group);
       if (plan.deltas) putBuckets(device_id, connector_id, plan.deltas);
       else {

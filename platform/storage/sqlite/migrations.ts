@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { FOUNDATION_MIGRATIONS } from './migrations-foundation.js';
 import { MAINTENANCE_MIGRATIONS } from './migrations-maintenance.js';
 import { UPDATE_MIGRATIONS } from './migrations-over-the-air.js';
+import { TELEMETRY_HISTORY_MIGRATIONS } from './migrations-telemetry-history.js';
 
 /**
  * Versioned schema migrations, applied in order at start inside one transaction each. Times are epoch
@@ -12,6 +13,7 @@ export const MIGRATIONS: readonly string[] = [
   ...FOUNDATION_MIGRATIONS,
   ...UPDATE_MIGRATIONS,
   ...MAINTENANCE_MIGRATIONS,
+  ...TELEMETRY_HISTORY_MIGRATIONS,
 ];
 
 export function migrate(db: Database.Database): number {

@@ -5,6 +5,7 @@ import {
   DIAGNOSTICS_BATCH,
   TELEMETRY_PRUNED_THROUGH_SETTING,
 } from '../retention-policy.js';
+import type { SqliteTelemetryBlocks } from './telemetry-blocks.js';
 
 /**
  * Retention's steps (DESIGN.md §12) on SQLite, a small batch per write so that no request waits behind them;
@@ -37,6 +38,8 @@ export function createSqliteRetention(
   write: <T>(run: () => T) => Promise<T>,
   /** Telemetry rows above this id are not rolled up yet: never pruned before they are. */
   rolledUpTo: () => number,
+  /** Compressed blocks (DESIGN.md §21): rolled up before they were made, pruned by their hour. */
+  blocks?: () => Pick<SqliteTelemetryBlocks, 'pruneBefore'>,
 ): SqliteRetention {
   const stmt = retentionStatements(db);
   const prunedThrough = db.prepare('SELECT value FROM settings WHERE key = ?').pluck();
@@ -94,11 +97,26 @@ export function createSqliteRetention(
       await pass();
       return true;
     },
-    pruneTelemetry: (before, count) =>
-      inChunks(
+    async pruneTelemetry(before, count) {
+      await inChunks(
         (cursor) => telemetryChunk(cursor, before),
         (n) => count('telemetry', n),
-      ),
+      );
+      const pruneBlocks = blocks?.();
+      if (!pruneBlocks) return;
+      for (let more = true; more; ) {
+        const { deleted, samples } = await write(() => {
+          const out = pruneBlocks.pruneBefore(before);
+          if (out.newestMs > prunedThroughMs) {
+            prunedThroughMs = out.newestMs;
+            setPrunedThrough.run(TELEMETRY_PRUNED_THROUGH_SETTING, String(out.newestMs));
+          }
+          return out;
+        });
+        count('telemetry', samples);
+        more = deleted === BATCH;
+      }
+    },
     async devicesAfter(after, limit) {
       return stmt.devices.all(after, limit) as string[];
     },

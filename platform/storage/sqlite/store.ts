@@ -19,6 +19,7 @@ import { createSqliteEnrolments } from './enrolments.js';
 import { createInlineReader, createWorkerReader } from './reader.js';
 import { createSqliteRetention } from './retention.js';
 import { createSqliteTelemetry } from './telemetry.js';
+import { createSqliteTelemetryBlocks } from './telemetry-blocks.js';
 import { createSqliteTelemetryHistory } from './telemetry-history.js';
 import { createSqliteUpdates } from './updates.js';
 import { createSqliteWebhooks } from './webhooks.js';
@@ -75,7 +76,7 @@ export function openSqliteBackend(
   const { directory, noteLocalChange } = createSqliteDirectory(db, now, prepared);
   const devices = createSqliteDevices({ db, now, prepared, records, noteLocalChange });
   const deviceSecrets = createSqliteDeviceSecrets({ db });
-  const telemetry = createSqliteTelemetry(db, batcher, prepared);
+  const telemetry = createSqliteTelemetry(db, batcher, prepared, { blocks: () => blocks, now });
   const { inTransaction, ...commands } = createSqliteCommands(db, reader);
   const updates = createSqliteUpdates({ db, prepared, commands: inTransaction });
   const history = createSqliteDeviceHistory(db);
@@ -90,17 +91,27 @@ export function openSqliteBackend(
   });
 
   // Retention reads the rollups' watermark and rollups read retention's horizon, each through a function
-  // called only once both exist.
+  // called only once both exist; so do ingest, rollups and retention read the compressed blocks, which are made
+  // only of rows the rollups and the live state have taken in.
   const rollups = createSqliteEnergyRollups(
     db,
     (run) => batcher.write(run),
     () => pruning.telemetryHorizonMs(),
+    () => blocks,
   );
   const pruning = createSqliteRetention(
     db,
     (run) => batcher.write(run),
     () => rollups.watermark(),
+    () => blocks,
   );
+  const newestTelemetryId = db.prepare('SELECT MAX(id) FROM telemetry').pluck();
+  const blocks = createSqliteTelemetryBlocks(db, {
+    write: (run) => batcher.write(run),
+    now,
+    compactableUpToId: () =>
+      Math.min(rollups.watermark(), telemetry.liveStateUpTo(), Number(newestTelemetryId.get() ?? 0) - 1),
+  });
 
   const repositories: OpenedBackend['repositories'] = {
     ...directory,
@@ -154,6 +165,10 @@ export function openSqliteBackend(
     upkeep: {
       rollups,
       retention: pruning,
+      compaction: {
+        // Compaction takes only rows the live state was written out for: write it out first.
+        compact: () => telemetry.persistLiveState().then(() => blocks.compact()),
+      },
       // One process serves a SQLite file, so a job always runs here (the scheduler keeps runs from overlapping).
       exclusively: async (_job, run) => ({ ran: true, value: await run() }),
     },

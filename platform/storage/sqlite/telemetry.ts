@@ -5,9 +5,11 @@ import {
   type TelemetryRecord,
 } from '../../../shared/index.js';
 import type { ConnectorRow, TelemetryRepository } from '../store.js';
+import { mayBeCompacted } from '../telemetry-compaction.js';
 import { placeholders, type StatementCache } from './database.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { type RawConnector, telemetryRow, toConnector } from './rows.js';
+import type { SqliteTelemetryBlocks } from './telemetry-blocks.js';
 import type { createWriteBatcher } from './write-batcher.js';
 
 /** The setting that says up to which telemetry row the `connectors` table holds the live state. */
@@ -22,6 +24,8 @@ export function createSqliteTelemetry(
   db: Database.Database,
   batcher: ReturnType<typeof createWriteBatcher>,
   prepared: StatementCache,
+  /** The compressed blocks a late sample may already be in (DESIGN.md §21), and the store's clock. */
+  compacted: { blocks: () => Pick<SqliteTelemetryBlocks, 'holds'>; now: () => number },
 ) {
   const stmt = {
     listConnectors: db.prepare('SELECT * FROM connectors WHERE device_id = ? ORDER BY connector_id'),
@@ -80,10 +84,15 @@ export function createSqliteTelemetry(
   }
   const insertTelemetryBatch = (batch: readonly PendingTelemetry[]) => {
     const newest = new Map<string, LiveRow>();
+    const nowMs = compacted.now();
+    const blocks = compacted.blocks();
     const counts = batch.map((p) => {
       let n = 0;
       for (const t of p.records) {
         const row = telemetryRow(p.deviceId, t, p.receivedMs);
+        // An old sample may be in a block already: then it is a duplicate, as the unique index says of recent ones.
+        if (mayBeCompacted(row.ts_ms, nowMs) && blocks.holds(p.deviceId, row.connector_id, row.ts_ms))
+          continue;
         const result = stmt.insertTelemetry.run(row);
         if (result.changes !== 1) continue;
         n++;
@@ -237,5 +246,14 @@ export function createSqliteTelemetry(
       }).immediate();
     }
   };
-  return { telemetry, close, drainPending: () => persistingLive?.catch(() => undefined) };
+  /** Telemetry rows up to this id are reflected in `connectors` (the rest is replayed at start). */
+  const liveStateSetting = db.prepare('SELECT value FROM settings WHERE key = ?').pluck();
+  const liveStateUpTo = () => Number(liveStateSetting.get(LIVE_STATE_SETTING) ?? 0);
+  return {
+    telemetry,
+    close,
+    liveStateUpTo,
+    persistLiveState,
+    drainPending: () => persistingLive?.catch(() => undefined),
+  };
 }

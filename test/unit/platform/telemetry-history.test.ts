@@ -7,6 +7,8 @@ import {
   historyRange,
 } from '../../../platform/domain/telemetry-history.js';
 import type { TelemetryHistoryRow } from '../../../platform/storage/store.js';
+import type { CompactableRow } from '../../../platform/storage/telemetry-compaction.js';
+import { historyFromSamples } from '../../../platform/storage/telemetry-history-rows.js';
 import {
   decodeTelemetryCursor,
   encodeTelemetryCursor,
@@ -174,5 +176,66 @@ describe('the cursor', () => {
     const other = TelemetryHistoryQuery.safeParse({ cursor, resolution: '1m' });
     expect(other.success).toBe(false);
     expect(other.error?.issues[0]?.path).toEqual(['cursor']);
+  });
+});
+
+describe('historyFromSamples (blocks and the recent table together)', () => {
+  const s = (tsMs: number, connectorId: number, extra: Partial<CompactableRow> = {}): CompactableRow => ({
+    ts_ms: tsMs,
+    connector_id: connectorId,
+    state: 'charging',
+    voltage: 230,
+    current: null,
+    power: 10,
+    energy_delivered: null,
+    soc: null,
+    temperature: null,
+    phase_details: null,
+    ...extra,
+  });
+  // Given in no order, as blocks and the recent table hand them over.
+  const samples = [
+    s(T + 65_000, 1, { power: 4, state: 'idle' }),
+    s(T + 5_000, 2, { power: 2, voltage: null }),
+    s(T, 1, { phase_details: '{"l1":{"voltage":230.2}}' }),
+    s(T + 5_000, 1, { power: 6 }),
+    s(T + 60_000, 1, { power: 8 }),
+    s(T + 120_000, 2, { power: 1 }),
+  ];
+  const read = { deviceId: 'd', startMs: T, endMs: T + 120_000, limit: 100 };
+
+  it.each([
+    [
+      'everything in the range, by time then connector',
+      {},
+      ['0|1', '5000|1', '5000|2', '60000|1', '65000|1'],
+    ],
+    ['one connector', { connectorId: 2 }, ['5000|2']],
+    ['after a cursor', { after: { tsMs: T + 5_000, connectorId: 1 } }, ['5000|2', '60000|1', '65000|1']],
+    ['at most the limit', { limit: 2 }, ['0|1', '5000|1']],
+    ['from a later start', { startMs: T + 60_000 }, ['60000|1', '65000|1']],
+  ] as const)('raw: %s', (_label, change, want) => {
+    const rows = historyFromSamples(samples, { ...read, ...change });
+    expect(rows.map((r) => `${r.ts_ms - T}|${r.connector_id}`)).toEqual(want);
+  });
+
+  it('raw rows carry the sample as stored, phase details parsed', () => {
+    const [first] = historyFromSamples(samples, read);
+    expect(first).toEqual({ ...s(T, 1), phase_details: { l1: { voltage: 230.2 } }, samples: 1 });
+  });
+
+  it('averages: per bucket and connector the means of what was there, the last state, the count', () => {
+    const rows = historyFromSamples(samples, { ...read, bucketMs: 60_000 });
+    expect(rows).toEqual([
+      { ...s(T, 1), power: 8, samples: 2 },
+      { ...s(T, 2), voltage: null, power: 2, samples: 1 },
+      { ...s(T + 60_000, 1), state: 'idle', power: 6, samples: 2 },
+    ]);
+    const after = historyFromSamples(samples, {
+      ...read,
+      bucketMs: 60_000,
+      after: { tsMs: T, connectorId: 1 },
+    });
+    expect(after.map((r) => `${r.ts_ms - T}|${r.connector_id}`)).toEqual(['0|2', '60000|1']);
   });
 });
