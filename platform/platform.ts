@@ -59,6 +59,11 @@ export interface BuildOptions extends PlatformOptions, HttpServerOptions {
   streamPingMs?: number;
   /** How often expired commands and ended controls are swept (ms). */
   sweepEveryMs?: number;
+  /**
+   * How often a sweep also runs the update gate (ms; 5 s unless a test shortens it, with `sweepEveryMs` at most
+   * as long): a batch starts at the gate's first run after the one before it passed its health check.
+   */
+  updateGateEveryMs?: number;
   /** Artifact downloads served at once by this instance (default 64, DESIGN.md §19). */
   downloadsPerInstance?: number;
   /**
@@ -136,6 +141,7 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
     updates: context.updates,
     now,
     everyMs: opts.sweepEveryMs ?? 1000,
+    gateEveryMs: opts.updateGateEveryMs,
     log: app.log,
     logStorageFault: http.logStorageFault,
   });

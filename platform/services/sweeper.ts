@@ -25,12 +25,15 @@ export function createSweeper(deps: {
   updates: Pick<UpdateService, 'runGate'>;
   now: () => number;
   everyMs: number;
+  /** How often (platform time) a turn also runs the update gate; UPDATE_GATE_EVERY_MS unless a test shortens it. */
+  gateEveryMs?: number;
   log: FastifyBaseLogger;
   logStorageFault: (log: FastifyBaseLogger, fault: StorageFault) => void;
 }) {
   // Abandoned uploads are a day old before they go: the timer looks for them hourly, not every turn.
   let staleCheckedMs = Number.NEGATIVE_INFINITY;
   let gateRanMs = Number.NEGATIVE_INFINITY;
+  const gateEveryMs = deps.gateEveryMs ?? UPDATE_GATE_EVERY_MS;
   const sweepUnlessRunning = (everything: boolean) =>
     deps.store.runAlone('sweep', async () => {
       const nowMs = deps.now();
@@ -40,7 +43,7 @@ export function createSweeper(deps: {
         staleCheckedMs = nowMs;
         await deps.artifacts.removeStaleUploads(nowMs - ABANDONED_UPLOAD_MS);
       }
-      if (everything || nowMs - gateRanMs >= UPDATE_GATE_EVERY_MS) {
+      if (everything || nowMs - gateRanMs >= gateEveryMs) {
         gateRanMs = nowMs;
         await deps.updates.runGate();
       }

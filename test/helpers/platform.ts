@@ -131,6 +131,9 @@ export async function startTestPlatform(
     proxyProtocol?: boolean;
     /** Artifact downloads served at once (default 64). */
     downloadsPerInstance?: number;
+    /** The sweeper's turn (default 1 s) and the update gate's (default 5 s): tests of rollouts shorten both. */
+    sweepEveryMs?: number;
+    updateGateEveryMs?: number;
   } = {},
 ): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cp-test-')));
@@ -167,6 +170,8 @@ export async function startTestPlatform(
     ...(opts.connections ? { connections: opts.connections } : {}),
     ...(opts.proxyProtocol ? { proxyProtocol: true } : {}),
     ...(opts.downloadsPerInstance ? { downloadsPerInstance: opts.downloadsPerInstance } : {}),
+    sweepEveryMs: opts.sweepEveryMs,
+    updateGateEveryMs: opts.updateGateEveryMs,
     ...(opts.logLevel
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),

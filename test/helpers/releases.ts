@@ -115,20 +115,45 @@ export function installRelease(archive: string, prefix: string, script = AGENT_C
   });
 }
 
+/**
+ * `installRelease` into every prefix, `atOnce` at a time: twenty at once on a loaded 2-core machine took some past
+ * the CLI's 20 s each.
+ */
+export async function installReleases(
+  archive: string,
+  prefixes: readonly string[],
+  atOnce = 4,
+): Promise<void> {
+  const queue = [...prefixes];
+  const worker = async () => {
+    for (let prefix = queue.shift(); prefix !== undefined; prefix = queue.shift()) {
+      const installed = await installRelease(archive, prefix);
+      if (installed.code !== 0) throw new Error(`install into ${prefix}: ${installed.stderr}`);
+    }
+  };
+  await Promise.all(Array.from({ length: atOnce }, worker));
+}
+
 export interface LauncherProcess {
   child: ChildProcess;
   output(): string;
   /** The launcher's own JSON log lines. */
   launcherLines(): Array<Record<string, unknown>>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /**
+   * Signals the launcher and every agent it started (its process group): killing the launcher alone leaves its
+   * agent running on, an orphan, for the rest of the suite.
+   */
+  killAll(signal: NodeJS.Signals): void;
 }
 
-/** PREFIX/bin/charger-agent ARGS, with this Node first on PATH. */
+/** PREFIX/bin/charger-agent ARGS, with this Node first on PATH; in a process group of its own (`killAll`). */
 export function startLauncher(prefix: string, args: string[], env: NodeJS.ProcessEnv = {}): LauncherProcess {
   const child = spawn(process.execPath, [path.join(prefix, 'bin', 'charger-agent'), ...args], {
     cwd: prefix,
     env: { ...process.env, NO_COLOR: '1', PATH: PATH_WITH_THIS_NODE, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   let output = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -149,6 +174,13 @@ export function startLauncher(prefix: string, args: string[], env: NodeJS.Proces
         .filter((l) => l.includes('"name":"charger-agent-launcher"'))
         .map((l) => JSON.parse(l) as Record<string, unknown>),
     exited,
+    killAll(signal) {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+      } catch {
+        // The group is gone already.
+      }
+    },
   };
 }
 

@@ -59,7 +59,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(() => {
-  for (const l of running) l.child.kill('SIGKILL');
+  for (const l of running) l.killAll('SIGKILL');
   tmp?.remove();
 });
 

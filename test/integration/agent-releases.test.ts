@@ -80,7 +80,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  launcher?.child.kill('SIGKILL');
+  launcher?.killAll('SIGKILL');
   await tp?.stop();
   tmp?.remove();
 });

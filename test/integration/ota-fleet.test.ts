@@ -9,7 +9,7 @@ import { buildAgent } from '../helpers/agent-bundle.js';
 import { runCli } from '../helpers/cli.js';
 import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import {
-  installRelease,
+  installReleases,
   type LauncherProcess,
   PATH_WITH_THIS_NODE,
   rebuildArchive,
@@ -138,12 +138,12 @@ function runArgs(sn: string, data: string): string[] {
   ]);
 }
 
+const prefixOf = (i: number) => path.join(tmp.dir, `charger-${i}`, 'opt');
+
 async function startCharger(i: number): Promise<Charger> {
   const sn = `OTA-${process.pid}-${i}`;
-  const prefix = path.join(tmp.dir, `charger-${i}`, 'opt');
+  const prefix = prefixOf(i);
   const data = path.join(tmp.dir, `charger-${i}`, 'data');
-  const installed = await installRelease(archives['1.0.0']!, prefix);
-  if (installed.code !== 0) throw new Error(installed.stderr);
   const launcher = startLauncher(prefix, runArgs(sn, data));
   const ready = await waitFor(
     () =>
@@ -200,7 +200,7 @@ async function follow(updateId: string, done: (view: any) => boolean, timeoutMs:
     if (done(view)) return view;
     if (Date.now() > end)
       throw new Error(`update ${updateId} did not finish: ${JSON.stringify(view.progress)}`);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
@@ -225,24 +225,36 @@ beforeAll(async () => {
     path.join(tmp.dir, 'release-ed25519.pub.pem'),
     keys.publicKey.export({ type: 'spki', format: 'pem' }),
   );
-  archives['1.0.0'] = await build('1.0.0');
-  archives['1.1.0'] = await build('1.1.0');
+  // The three builds at once: each writes only its own directory, and waits on the disk as much as the CPU.
+  const [v100, v110] = await Promise.all([build('1.0.0'), build('1.1.0'), build('1.4.0')]);
+  archives['1.0.0'] = v100;
+  archives['1.1.0'] = v110;
   archives['1.2.0'] = await release('1.2.0', {
     entry: "process.stderr.write('1.2.0 fails at start\\n');\nprocess.exit(1);\n",
   });
   // Starts, and never reaches the platform: it never commits.
   archives['1.3.0'] = await release('1.3.0', { entry: 'setInterval(() => undefined, 1 << 30);\n' });
   // A working release made large (random bytes do not compress), so that a download can be cut halfway.
-  await build('1.4.0');
   archives['1.4.0'] = await release('1.4.0', { from: '1.4.0', padding: randomBytes(48 * 1024 * 1024) });
-  tp = await startTestPlatform({ rateLimitStore: allowAll, logLevel: 'info' });
+  // The gate every 200 ms, not 5 s: each batch starts soon after the one before it passed its health check.
+  tp = await startTestPlatform({
+    rateLimitStore: allowAll,
+    logLevel: 'info',
+    sweepEveryMs: 200,
+    updateGateEveryMs: 200,
+  });
   tenant = await createTenant(tp, 'OTA Fleet');
   writeFileSync(path.join(tmp.dir, 'ca.pem'), tp.ca);
+  await installReleases(
+    archives['1.0.0'],
+    Array.from({ length: CHARGERS }, (_, i) => prefixOf(i)),
+  );
   chargers.push(...(await Promise.all(Array.from({ length: CHARGERS }, (_, i) => startCharger(i)))));
 }, 300_000);
 
 afterAll(async () => {
-  for (const c of chargers) c.launcher.child.kill('SIGKILL');
+  for (const c of chargers) c.launcher.killAll('SIGKILL');
+  await Promise.all(chargers.map((c) => c.launcher.exited));
   await tp?.stop();
   tmp?.remove();
 });

@@ -13,7 +13,7 @@ describe('the sweeper', () => {
     vi.useRealTimers();
   });
 
-  function start() {
+  function start(options: { everyMs?: number; gateEveryMs?: number } = {}) {
     let clock = 1_000_000_000;
     const calls = { commands: 0, secrets: 0, stale: [] as number[], gate: [] as number[] };
     const sweeper = createSweeper({
@@ -28,7 +28,8 @@ describe('the sweeper', () => {
       },
       updates: { runGate: async () => void calls.gate.push(clock) },
       now: () => clock,
-      everyMs: 1_000,
+      everyMs: options.everyMs ?? 1_000,
+      gateEveryMs: options.gateEveryMs,
       log: { error: () => undefined } as unknown as FastifyBaseLogger,
       logStorageFault: () => undefined,
     });
@@ -61,6 +62,17 @@ describe('the sweeper', () => {
     await sweeper.sweep();
     sweeper.stop();
     expect(calls.gate).toHaveLength(5);
+  });
+
+  it('runs the update gate at the interval it is given (tests shorten it)', async () => {
+    const { sweeper, calls, advance } = start({ everyMs: 200, gateEveryMs: 200 });
+    for (let turn = 0; turn < 10; turn++) {
+      advance(200);
+      await vi.advanceTimersByTimeAsync(200);
+    }
+    sweeper.stop();
+    expect(calls.gate).toHaveLength(10);
+    expect(calls.gate[1]! - calls.gate[0]!).toBe(200);
   });
 
   it('removes uploads a day old whenever a sweep is asked for', async () => {
