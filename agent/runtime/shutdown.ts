@@ -45,9 +45,9 @@ export async function shutDown(agent: RunningAgent): Promise<void> {
   agent.abort.abort();
   agent.unsubscribe();
   controlLoop.stop();
-  await Promise.race([sampler.stop(), sleep(clock, 2_000)]);
+  await atMost(clock, 2_000, sampler.stop(), undefined);
   // A command in the middle of its HAL calls finishes; one still queued is resumed at the next start.
-  await Promise.race([runner.idle(), sleep(clock, 2_000)]);
+  await atMost(clock, 2_000, runner.idle(), undefined);
   try {
     sampler.persist();
   } catch (error) {
@@ -56,20 +56,24 @@ export async function shutDown(agent: RunningAgent): Promise<void> {
   // A registration or secret rotation whose answer is on its way must be stored before the store closes:
   // the platform will not hand that secret out again. Both are bounded by the request timeout.
   const bound = tuning.requestTimeoutMs + 1_000;
-  await Promise.race([agent.platform.registered, sleep(clock, bound)]);
-  await Promise.race([agent.platform.allSettled(), sleep(clock, bound)]);
-  await Promise.race([uplink.settled(), sleep(clock, tuning.shutdownFlushMs)]);
+  await atMost(clock, bound, agent.platform.registered, undefined);
+  await atMost(clock, bound, agent.platform.allSettled(), undefined);
+  await atMost(clock, tuning.shutdownFlushMs, uplink.settled(), undefined);
   if (agent.isRegistered() && !agent.hasFailed()) {
-    const drained = await Promise.race([
+    const drained = await atMost(
+      clock,
+      tuning.shutdownFlushMs + 500,
       uplink.drain(clock.now() + tuning.shutdownFlushMs),
-      sleep(clock, tuning.shutdownFlushMs + 500).then(() => false),
-    ]).catch(() => false);
+      false,
+    ).catch(() => false);
     const backlog = store.outbox.size().items;
     if (!drained) logger.warn({ backlog }, 'outbox not empty at shutdown; it is sent at the next start');
-    const offline = await Promise.race([
+    const offline = await atMost(
+      clock,
+      tuning.shutdownHeartbeatMs,
       heartbeat.beat('offline').catch(() => false),
-      sleep(clock, tuning.shutdownHeartbeatMs).then(() => false),
-    ]);
+      false,
+    );
     logger.info({ offline_heartbeat: offline, backlog }, 'agent stopping');
   }
   try {
@@ -82,4 +86,17 @@ export async function shutDown(agent: RunningAgent): Promise<void> {
   if (proc) store.setState('agent_process', { ...proc, stoppedAt: iso(clock.now()) });
   agent.keepFinalOutbox(store.outbox.size());
   store.close();
+}
+
+/**
+ * `work`'s answer, or `fallback` once `ms` passed. The wait's timer is cleared as soon as `work` settles: left
+ * running it held an agent stopped in process (the fleet's worker threads) for up to the request timeout.
+ */
+async function atMost<T, F>(clock: Clock, ms: number, work: Promise<T>, fallback: F): Promise<T | F> {
+  const settled = new AbortController();
+  try {
+    return await Promise.race([work, sleep(clock, ms, settled.signal).then(() => fallback)]);
+  } finally {
+    settled.abort();
+  }
 }
