@@ -7,7 +7,7 @@ import { addClientsCommands } from './cli/cli-clients.js';
 import { addEnrolmentsCommand } from './cli/cli-enrolments.js';
 import { addKeyFileOptions, databaseOption } from './cli/cli-options.js';
 import { addServeCommand } from './cli/cli-serve.js';
-import { ConfigError } from './cli/serve.js';
+import { ConfigError } from './cli/serve-settings.js';
 import { backendOf, type DatabaseChoice } from './storage/backends.js';
 import { openStore } from './storage/open-store.js';
 import { loadOrCreatePlatformKeys, PlatformKeyError, type PlatformKeys } from './storage/platform-keys.js';

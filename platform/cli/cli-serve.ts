@@ -11,14 +11,8 @@ import {
 import { ensureSandboxUpdateKey } from '../sandbox/sandbox-update-key.js';
 import { DEFAULT_RETENTION } from '../storage/retention-policy.js';
 import { databaseOption, integer } from './cli-options.js';
-import {
-  ConfigError,
-  DEFAULT_METRICS_HOST,
-  DEFAULT_METRICS_PORT,
-  REDIS_ENV,
-  type RunningPlatform,
-  startServing,
-} from './serve.js';
+import type { RunningPlatform } from './serve.js';
+import { ConfigError, DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, REDIS_ENV } from './serve-settings.js';
 
 /** `charger-platform serve` (DESIGN.md §11): its options, the banner, and a clean close on SIGTERM or SIGINT. */
 export function addServeCommand(program: Command): void {
@@ -128,6 +122,8 @@ export function addServeCommand(program: Command): void {
       // The chargers' requests would fill the terminal with request logs: unless asked, the sandbox logs warnings.
       const logLevel =
         simChargers > 0 && command.getOptionValueSource('logLevel') === 'default' ? 'warn' : o.logLevel;
+      // Loaded here, not at the CLI's start: the admin commands never need the server.
+      const { startServing } = await import('./serve.js');
       const running = await startServing({
         retention: {
           telemetryDays: o.retentionTelemetryDays,

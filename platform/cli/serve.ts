@@ -16,6 +16,7 @@ import {
   ensureWritableDataDir,
   storageFaultOf,
 } from '../storage/storage-faults.js';
+import { ConfigError, DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT } from './serve-settings.js';
 
 export interface ServeOptions {
   dataDir: string;
@@ -64,15 +65,6 @@ export interface RunningPlatform {
   metricsUrl?: string | undefined;
   close(): Promise<void>;
 }
-
-export class ConfigError extends Error {}
-
-/** `--redis` from the environment: keeps a password out of the process list. */
-export const REDIS_ENV = 'CHARGER_PLATFORM_REDIS';
-
-/** The metrics listener's defaults (DESIGN.md §11); 9464 is the OpenTelemetry Prometheus exporter's port. */
-export const DEFAULT_METRICS_HOST = '127.0.0.1';
-export const DEFAULT_METRICS_PORT = 9464;
 
 const ENV_SETTING = 'environment';
 
