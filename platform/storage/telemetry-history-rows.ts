@@ -1,5 +1,5 @@
 import { TELEMETRY_MEASUREMENTS } from '../../shared/index.js';
-import type { CompactableRow } from './telemetry-compaction.js';
+import { BLOCK_MS, type CompactableRow } from './telemetry-compaction.js';
 import type { TelemetryHistoryRead, TelemetryHistoryRow } from './telemetry-history-repository.js';
 
 /** The measurement columns, in the order both backends select them. */
@@ -33,9 +33,10 @@ export function toHistoryRow(raw: RawHistoryRow): TelemetryHistoryRow {
  * them over the recent table alone.
  */
 export function historyFromSamples(
-  samples: readonly CompactableRow[],
+  given: readonly CompactableRow[],
   read: TelemetryHistoryRead,
 ): TelemetryHistoryRow[] {
+  const samples = onePerInstant(given);
   const start = readStart(read);
   const wanted = (s: CompactableRow) =>
     s.ts_ms < read.endMs && (read.connectorId === undefined || s.connector_id === read.connectorId);
@@ -65,6 +66,21 @@ export function historyFromSamples(
     addToBucket(b, s);
   }
   return [...buckets.values()].sort(inOrder).slice(0, read.limit).map(bucketRow);
+}
+
+/**
+ * Each connector's instant once, the first given winning: on PostgreSQL a sample re-sent while its hour was
+ * being compacted on another instance can sit in the recent table and in the block until the next pass merges
+ * them (blocks are given first).
+ */
+function onePerInstant(samples: readonly CompactableRow[]): CompactableRow[] {
+  const seen = new Set<string>();
+  return samples.filter((s) => {
+    const key = `${s.connector_id}|${s.ts_ms}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 interface Bucket {
@@ -114,4 +130,22 @@ function bucketRow(b: Bucket): TelemetryHistoryRow {
     row[m] = n === 0 ? null : (b.sums[i] as number) / n;
   });
   return row;
+}
+
+/**
+ * Where a raw page's block samples may stop: the end of the first hour by which the blocks after the page's
+ * start hold more than `read.limit` samples (the start's own hour does not count: part of it may lie before
+ * the cursor), or the read's end.
+ */
+export function rawPageEnd(
+  counts: ReadonlyArray<{ start_ms: number; samples: number }>,
+  fromMs: number,
+  read: TelemetryHistoryRead,
+): number {
+  let total = 0;
+  for (const c of counts) {
+    if (c.start_ms > fromMs) total += c.samples;
+    if (total > read.limit) return Math.min(read.endMs, c.start_ms + BLOCK_MS);
+  }
+  return read.endMs;
 }

@@ -12,6 +12,7 @@ import {
 import type { EnergyBucketRow } from '../store.js';
 import type { PgDatabase, Sql } from './database.js';
 import type { RollupGate, RollupWatermark } from './rollup-watermark.js';
+import { blockPowerSamples, newestBlockSamples } from './telemetry-block-reads.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
@@ -89,7 +90,13 @@ async function newestRolledUp(
        ORDER BY ts_ms DESC LIMIT 1) t`,
     [connectors.map((c) => c.device_id), connectors.map((c) => c.connector_id), wm.txid, wm.id],
   );
-  return new Map(rows.map((r) => [connectorKey(r), r]));
+  const newest = new Map(rows.map((r) => [connectorKey(r), r]));
+  // Compacted samples (DESIGN.md §21) were rolled up before they moved: the newer of the two is the newest.
+  for (const b of await newestBlockSamples(sql, connectors)) {
+    const recent = newest.get(connectorKey(b));
+    if (!recent || recent.ts_ms < b.ts_ms) newest.set(connectorKey(b), b);
+  }
+  return newest;
 }
 
 interface BucketWrite extends EnergyBucket {
@@ -123,6 +130,16 @@ async function addBuckets(sql: Sql, rows: readonly BucketWrite[]): Promise<void>
   );
 }
 
+/**
+ * The samples in time order, each instant once (a block's first: a sample re-sent while its hour was being
+ * compacted elsewhere may also sit in the recent table until the next pass merges it).
+ */
+function onePerInstant(samples: readonly PowerSample[]): PowerSample[] {
+  const byTime = new Map<number, PowerSample>();
+  for (const s of samples) if (!byTime.has(s.ts_ms)) byTime.set(s.ts_ms, s);
+  return [...byTime.values()].sort((a, b) => a.ts_ms - b.ts_ms);
+}
+
 /** A connector's buckets in `run` from its raw samples at or below `upTo` (replacing what is stored). */
 async function recomputeRun(
   sql: Sql,
@@ -131,13 +148,19 @@ async function recomputeRun(
   run: RollupRun,
   upTo: RollupWatermark,
 ): Promise<BucketWrite[]> {
-  const samples = await sql.query<PowerSample>(
+  const fromMs = run.startMs - MAX_GAP_MS;
+  const toMs = run.endMs + MAX_GAP_MS;
+  const recent = await sql.query<PowerSample>(
     `SELECT connector_id, ts_ms, power FROM telemetry
      WHERE device_id = $1 AND ts_ms >= $2 AND ts_ms <= $3 AND connector_id = $4
        AND (txid, id) <= ($5::xid8, $6::bigint)
      ORDER BY ts_ms`,
-    [deviceId, run.startMs - MAX_GAP_MS, run.endMs + MAX_GAP_MS, connectorId, upTo.txid, upTo.id],
+    [deviceId, fromMs, toMs, connectorId, upTo.txid, upTo.id],
   );
+  const samples = onePerInstant([
+    ...(await blockPowerSamples(sql, deviceId, connectorId, fromMs, toMs)),
+    ...recent,
+  ]);
   await sql.query(
     'DELETE FROM energy_rollups WHERE device_id = $1 AND connector_id = $2 AND bucket_ms >= $3 AND bucket_ms < $4',
     [deviceId, connectorId, run.startMs, run.endMs],

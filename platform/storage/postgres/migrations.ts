@@ -9,6 +9,7 @@
  * stored it, so that the rollup pass can follow committed rows exactly (`energy-rollups.ts`).
  */
 import { PG_MAINTENANCE_MIGRATIONS } from './migrations-maintenance.js';
+import { PG_TELEMETRY_HISTORY_MIGRATIONS } from './migrations-telemetry-history.js';
 
 export const PG_MIGRATIONS: readonly string[] = [
   // 1: everything the SQLite backend has after its migration 4
@@ -365,4 +366,5 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE artifacts ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 1048576;
   `,
   ...PG_MAINTENANCE_MIGRATIONS,
+  ...PG_TELEMETRY_HISTORY_MIGRATIONS,
 ];

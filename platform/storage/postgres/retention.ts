@@ -7,6 +7,7 @@ import {
 import type { PgDatabase, Sql } from './database.js';
 import { whileHoldingLock } from './exclusive-jobs.js';
 import type { RollupGate, RollupWatermark } from './rollup-watermark.js';
+import type { PgTelemetryBlocks } from './telemetry-blocks.js';
 import type { TelemetryPartition, TelemetryPartitions } from './telemetry-partitions.js';
 
 /**
@@ -52,8 +53,9 @@ export function createPgRetention(
   db: PgDatabase,
   partitions: TelemetryPartitions,
   rollups: RollupGate,
+  blocks: Pick<PgTelemetryBlocks, 'pruneBefore'>,
 ): PgRetention {
-  const telemetry = createTelemetryPruning(db, partitions, rollups);
+  const telemetry = createTelemetryPruning(db, partitions, rollups, blocks);
   return {
     alone: async (pass) =>
       (
@@ -72,7 +74,12 @@ export function createPgRetention(
  * Raw telemetry's pruning: whole day partitions, and `telemetry_default` in batches; and the horizon it
  * leaves (also loaded from what another instance pruned).
  */
-function createTelemetryPruning(db: PgDatabase, partitions: TelemetryPartitions, rollups: RollupGate) {
+function createTelemetryPruning(
+  db: PgDatabase,
+  partitions: TelemetryPartitions,
+  rollups: RollupGate,
+  blocks: Pick<PgTelemetryBlocks, 'pruneBefore'>,
+) {
   let prunedThroughMs = Number.NEGATIVE_INFINITY;
   const noteHorizon = (newestMs: number | null) => {
     if (newestMs !== null && newestMs > prunedThroughMs) prunedThroughMs = newestMs;
@@ -143,7 +150,18 @@ function createTelemetryPruning(db: PgDatabase, partitions: TelemetryPartitions,
       for (;;) {
         const n = await pruneDefaultPartition(before);
         count('telemetry', n);
-        if (n < BATCH) return;
+        if (n < BATCH) break;
+      }
+      // Compressed blocks (DESIGN.md §21) go once their hour is older than the window.
+      for (;;) {
+        const out = await db.tx(async (sql) => {
+          const pruned = await blocks.pruneBefore(sql, before);
+          if (pruned.deleted > 0) await raiseHorizon(sql, pruned.newestMs);
+          return pruned;
+        });
+        if (out.deleted > 0) noteHorizon(out.newestMs);
+        count('telemetry', out.samples);
+        if (out.deleted < BATCH) return;
       }
     },
   };

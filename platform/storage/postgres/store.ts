@@ -17,6 +17,7 @@ import { holdingJobLock } from './exclusive-jobs.js';
 import { createPgRetention } from './retention.js';
 import { analyzeStaleTables } from './statistics.js';
 import { createPgTelemetry } from './telemetry.js';
+import { createPgTelemetryBlocks } from './telemetry-blocks.js';
 import { createPgTelemetryHistory } from './telemetry-history.js';
 import { createTelemetryPartitions } from './telemetry-partitions.js';
 import { createPgUpdates } from './updates.js';
@@ -64,7 +65,8 @@ export async function openPostgresBackend(
   const directory = createPgDirectory(db, now);
   const devices = createPgDevices({ db, now, records });
   const deviceSecrets = createPgDeviceSecrets({ db });
-  const telemetry = createPgTelemetry(db, partitions);
+  const blocks = createPgTelemetryBlocks(db, now, () => rollups);
+  const telemetry = createPgTelemetry(db, partitions, blocks);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);
   const configurations = createPgConfigurations(db);
@@ -74,7 +76,7 @@ export async function openPostgresBackend(
   const updates = createPgUpdates(db);
   const diagnostics = createPgDiagnostics(db);
   const rollups = createPgEnergyRollups(db, () => pruning.telemetryHorizonMs());
-  const pruning = createPgRetention(db, partitions, rollups);
+  const pruning = createPgRetention(db, partitions, rollups, blocks);
 
   const maintenance = options.backgroundMaintenance ?? false;
   const changes = maintenance ? await listenForChanges(db) : undefined;
@@ -113,6 +115,7 @@ export async function openPostgresBackend(
     upkeep: {
       rollups,
       retention: pruning,
+      compaction: blocks,
       exclusively: (job, run) => holdingJobLock(db, job, run),
       beforeRetention: () => partitions.prepareAhead(),
       chores: [{ everyMs: ANALYZE_EVERY_MS, run: () => analyzeStaleTables(db) }],

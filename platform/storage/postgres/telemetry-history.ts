@@ -1,7 +1,12 @@
-import type { TelemetryHistoryRepository } from '../store.js';
+import { CONNECTORS_PER_DEVICE_MAX } from '../../../shared/index.js';
+import type { TelemetryHistoryRead, TelemetryHistoryRepository } from '../store.js';
+import { decodeBlock } from '../telemetry-block.js';
+import { BLOCK_MS, type CompactableRow } from '../telemetry-compaction.js';
 import {
+  historyFromSamples,
   MEASUREMENT_COLUMNS,
   type RawHistoryRow,
+  rawPageEnd,
   readStart,
   toHistoryRow,
 } from '../telemetry-history-rows.js';
@@ -17,9 +22,56 @@ const AVERAGES = MEASUREMENT_COLUMNS.split(', ')
  * range touches; averaged buckets group one bounded range, each bucket's state the last by time.
  */
 export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryRepository {
+  /**
+   * The read's compressed blocks (DESIGN.md §21), decoded, and up to when they answer it: a raw page needs
+   * only the hours that hold its `limit` samples (as `../sqlite/telemetry-history.ts` chooses them).
+   */
+  const blockSamples = async (read: TelemetryHistoryRead, fromMs: number) => {
+    const args: unknown[] = [read.deviceId, fromMs - BLOCK_MS, read.endMs, fromMs];
+    const connector =
+      read.connectorId === undefined ? '' : ` AND connector_id = $${args.push(read.connectorId)}`;
+    const where = `device_id = $1${connector} AND start_ms > $2 AND start_ms < $3 AND last_ms >= $4`;
+    let untilMs = read.endMs;
+    if (read.bucketMs === undefined) {
+      const counts = await db.query<{ start_ms: number; samples: number }>(
+        `SELECT start_ms, SUM(samples)::int AS samples FROM telemetry_blocks WHERE ${where}
+         GROUP BY start_ms ORDER BY start_ms`,
+        args,
+      );
+      untilMs = rawPageEnd(counts, fromMs, read);
+    }
+    const blocks = await db.query<{ connector_id: number; data: Buffer }>(
+      `SELECT connector_id, data FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
+       ORDER BY start_ms, connector_id`,
+      [...args, untilMs],
+    );
+    const samples: CompactableRow[] = blocks.flatMap((b) =>
+      decodeBlock(b.data).map((s) => ({ ...s, connector_id: b.connector_id })),
+    );
+    return { samples, untilMs };
+  };
+  /** The recent table's samples of the read, as they are (for merging with blocks). */
+  const recentSamples = async (read: TelemetryHistoryRead, fromMs: number) => {
+    const args: unknown[] = [read.deviceId, fromMs, read.endMs];
+    const connector =
+      read.connectorId === undefined ? '' : ` AND connector_id = $${args.push(read.connectorId)}`;
+    const limit =
+      read.bucketMs === undefined ? ` LIMIT $${args.push(read.limit + CONNECTORS_PER_DEVICE_MAX)}` : '';
+    return db.query<CompactableRow>(
+      `SELECT connector_id, ts_ms, state, ${MEASUREMENT_COLUMNS}, phase_details::text AS phase_details
+       FROM telemetry WHERE device_id = $1 AND ts_ms >= $2 AND ts_ms < $3${connector}
+       ORDER BY ts_ms, connector_id${limit}`,
+      args,
+    );
+  };
   return {
     async telemetryHistory(read) {
       const start = readStart(read);
+      const compacted = await blockSamples(read, start.tsMs);
+      if (compacted.samples.length > 0) {
+        const page = { ...read, endMs: compacted.untilMs };
+        return historyFromSamples(compacted.samples.concat(await recentSamples(page, start.tsMs)), page);
+      }
       const args: unknown[] = [read.deviceId, start.tsMs, read.endMs, start.connectorId, read.limit];
       const connector =
         read.connectorId === undefined ? '' : ` AND connector_id = $${args.push(read.connectorId)}`;
@@ -50,8 +102,13 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
     async firstTelemetryAt(deviceId, connectorId, fromMs, toMs) {
       const args: unknown[] = [deviceId, fromMs, toMs];
       const connector = connectorId === undefined ? '' : ` AND connector_id = $${args.push(connectorId)}`;
+      // A block that holds `fromMs` starts before it: `fromMs` is then as early as its samples can matter.
       const [row] = await db.query<{ ts_ms: number | null }>(
-        `SELECT MIN(ts_ms) AS ts_ms FROM telemetry WHERE device_id = $1 AND ts_ms >= $2 AND ts_ms < $3${connector}`,
+        `SELECT LEAST(
+           (SELECT MIN(ts_ms) FROM telemetry WHERE device_id = $1 AND ts_ms >= $2 AND ts_ms < $3${connector}),
+           (SELECT CASE WHEN MIN(first_ms) IS NULL THEN NULL ELSE GREATEST(MIN(first_ms), $2::bigint) END
+            FROM telemetry_blocks
+            WHERE device_id = $1 AND last_ms >= $2 AND first_ms < $3${connector})) AS ts_ms`,
         args,
       );
       return row?.ts_ms ?? undefined;

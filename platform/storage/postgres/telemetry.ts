@@ -2,6 +2,7 @@ import type { TelemetryRecord } from '../../../shared/index.js';
 import type { ConnectorRow, TelemetryRepository } from '../store.js';
 import type { PgDatabase } from './database.js';
 import { createGroupWriter } from './group-writer.js';
+import type { PgTelemetryBlocks } from './telemetry-blocks.js';
 import type { TelemetryPartitions } from './telemetry-partitions.js';
 
 /**
@@ -71,7 +72,12 @@ const DEADLOCK = '40P01';
 const MAX_ATTEMPTS = 5;
 
 /** Connectors and their live state, telemetry ingest, heartbeats and last-seen times, on PostgreSQL. */
-export function createPgTelemetry(db: PgDatabase, partitions: TelemetryPartitions): TelemetryRepository {
+export function createPgTelemetry(
+  db: PgDatabase,
+  partitions: TelemetryPartitions,
+  /** Compressed blocks (DESIGN.md §21): a re-sent sample of a compacted hour is a duplicate. */
+  blocks: Pick<PgTelemetryBlocks, 'notCompacted'>,
+): TelemetryRepository {
   const writeGroup = async (writes: readonly TelemetryWrite[]): Promise<number[]> => {
     const columns = telemetryColumns(writes);
     await partitions.ensure(columns.ts_ms);
@@ -121,8 +127,9 @@ export function createPgTelemetry(db: PgDatabase, partitions: TelemetryPartition
       );
     },
     async recordTelemetry(deviceId, records, receivedMs) {
-      if (records.length === 0) return 0;
-      return telemetryWrites.submit({ deviceId, records, receivedMs });
+      const fresh = await blocks.notCompacted(deviceId, records);
+      if (fresh.length === 0) return 0;
+      return telemetryWrites.submit({ deviceId, records: fresh, receivedMs });
     },
     async recordHeartbeat(deviceId, hb) {
       await db.query(RECORD_HEARTBEAT_SQL, [hb.atMs, hb.status, hb.fault_code, deviceId]);

@@ -6,6 +6,7 @@ import {
   historyFromSamples,
   MEASUREMENT_COLUMNS,
   type RawHistoryRow,
+  rawPageEnd,
   readStart,
   toHistoryRow,
 } from '../telemetry-history-rows.js';
@@ -47,14 +48,7 @@ export function createSqliteTelemetryHistory(reader: SqlReader): TelemetryHistor
          GROUP BY start_ms ORDER BY start_ms`,
         args,
       );
-      let total = 0;
-      for (const c of counts) {
-        if (c.start_ms > fromMs) total += c.samples;
-        if (total > read.limit) {
-          untilMs = Math.min(read.endMs, c.start_ms + BLOCK_MS);
-          break;
-        }
-      }
+      untilMs = rawPageEnd(counts, fromMs, read);
     }
     const blocks = await reader.all<{ connector_id: number; data: Uint8Array }>(
       `SELECT connector_id, data FROM telemetry_blocks WHERE ${where} AND start_ms < ?
