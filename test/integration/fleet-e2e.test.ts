@@ -49,7 +49,6 @@ const deviceIds = () =>
     .chargers()
     .map((c) => c.deviceId)
     .filter((id): id is string => id !== undefined);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   platformDir = tempDir('fleet-e2e-platform-');
@@ -274,7 +273,14 @@ describe('a fleet of simulated chargers against a real platform', () => {
     proxy.setTarget(undefined);
     proxy.cut();
     await tp.stop();
-    await sleep(12_000);
+    // Away until every charger holds something for it (telemetry every 1-3 s), not for a fixed 12 s.
+    const holding = await waitFor(
+      () => fleet!.chargers().filter((c) => (c.runtime?.stats().outbox.items ?? 0) > 0).length,
+      (n) => n === COUNT,
+      20_000,
+      250,
+    );
+    expect(holding).toBe(COUNT);
     const during = fleet!.live({ backlog: true });
     expect(during.outbox_backlog).toBeGreaterThan(0);
     await restartPlatform();
