@@ -127,10 +127,16 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   metrics.install(app);
   const context: PlatformContext = { ...parts.context, metrics: metrics.recorder };
 
+  let draining = false;
+  // While draining, every answer closes its connection: a keep-alive socket whose answer was still being
+  // written when the server began to close would otherwise hold the close for Fastify's keep-alive timeout
+  // (72 s), and the charger reconnects through the balancer to another instance anyway.
+  app.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('connection', 'close');
+  });
   const routes = [...operatorRoutes(context, parts.webhooks.service), ...deviceRoutes(context)];
   registerRoutes(app, context, routes);
   parts.stream.register(app);
-  let draining = false;
   registerPlumbing(app, opts, instanceId, routes, () => draining);
 
   const sweeper = createSweeper({

@@ -270,6 +270,8 @@ describe('several instances, one database, one Redis', () => {
     const answered = await step('the parked poll answered', poll, 10_000);
     expect(answered.status).toBe(200);
     expect(answered.body.data.commands).toEqual([]);
+    // Its connection goes with the answer: closing waits for no keep-alive socket.
+    expect(answered.headers.connection).toBe('close');
     await step('closing inst-d', closing, 20_000);
     await d.http.close();
     await d.store.close();
