@@ -1,6 +1,26 @@
-import { TELEMETRY_MEASUREMENTS } from '../../shared/index.js';
-import { BLOCK_MS, type CompactableRow } from './telemetry-compaction.js';
+import type { BlockSample } from './telemetry-block.js';
+import type { CompactableRow } from './telemetry-compaction.js';
 import type { TelemetryHistoryRead, TelemetryHistoryRow } from './telemetry-history-repository.js';
+
+/*
+ * The history read's rules over stored samples (DESIGN.md §21), shared by both backends. Self-contained on
+ * purpose (type imports only): SQLite's read worker loads this file by its path (`sqlite/reader.ts`), so its
+ * constants are its own, held to the canonical ones by a unit test.
+ */
+
+/** shared/device-api.ts's TELEMETRY_MEASUREMENTS. */
+export const HISTORY_MEASUREMENTS = [
+  'voltage',
+  'current',
+  'power',
+  'energy_delivered',
+  'soc',
+  'temperature',
+] as const;
+/** telemetry-compaction.ts's BLOCK_MS. */
+export const HISTORY_BLOCK_MS = 3_600_000;
+const TELEMETRY_MEASUREMENTS = HISTORY_MEASUREMENTS;
+const BLOCK_MS = HISTORY_BLOCK_MS;
 
 /** The measurement columns, in the order both backends select them. */
 export const MEASUREMENT_COLUMNS = TELEMETRY_MEASUREMENTS.join(', ');
@@ -148,4 +168,60 @@ export function rawPageEnd(
     if (total > read.limit) return Math.min(read.endMs, c.start_ms + BLOCK_MS);
   }
   return read.endMs;
+}
+
+/** A statement and its named parameters (`@name`). */
+export interface NamedSql {
+  sql: string;
+  params: Record<string, unknown>;
+}
+
+/**
+ * A history read as statements over the recent table and the blocks, for `runHistoryRead` to run where the
+ * data is (SQLite's read worker). The block and recent statements take `@until`: where the page may stop.
+ */
+export interface HistoryStatements {
+  read: TelemetryHistoryRead;
+  fromMs: number;
+  /** Raw reads: `start_ms`, `samples` of the blocks per hour, to choose how many hours a page needs. */
+  blockCounts?: NamedSql;
+  /** `connector_id`, `data` of the blocks up to `@until`. */
+  blocks: NamedSql;
+  /** The recent table's samples up to `@until`, as they are. */
+  recent: NamedSql;
+  /** The answer from the recent table alone (averaged in SQL), when there are no blocks. */
+  plain: NamedSql;
+}
+
+/** Runs `statements` with `all` (synchronous), decoding blocks with `decode`. */
+export function runHistoryRead(
+  all: (sql: string, params: Record<string, unknown>) => unknown[],
+  statements: HistoryStatements,
+  decode: (data: Uint8Array) => BlockSample[],
+): TelemetryHistoryRow[] {
+  const { read, fromMs } = statements;
+  const untilMs = statements.blockCounts
+    ? rawPageEnd(
+        all(statements.blockCounts.sql, statements.blockCounts.params) as Array<{
+          start_ms: number;
+          samples: number;
+        }>,
+        fromMs,
+        read,
+      )
+    : read.endMs;
+  const blocks = all(statements.blocks.sql, { ...statements.blocks.params, until: untilMs }) as Array<{
+    connector_id: number;
+    data: Uint8Array;
+  }>;
+  if (blocks.length === 0)
+    return (all(statements.plain.sql, statements.plain.params) as RawHistoryRow[]).map(toHistoryRow);
+  const samples: CompactableRow[] = [];
+  for (const b of blocks)
+    for (const s of decode(b.data)) samples.push({ ...s, connector_id: b.connector_id });
+  const recent = all(statements.recent.sql, {
+    ...statements.recent.params,
+    until: untilMs,
+  }) as CompactableRow[];
+  return historyFromSamples(samples.concat(recent), { ...read, endMs: untilMs });
 }

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSqliteStore } from '../../platform/storage/backends.js';
 import { createWorkerReader } from '../../platform/storage/sqlite/reader.js';
+import { registerOnStore } from '../helpers/sealed-writes.js';
 
 /** The read worker: a read-only connection in a worker thread, and the main connection when it fails. */
 let dir: string;
@@ -61,6 +63,57 @@ describe('read worker', () => {
       expect(failures).toHaveLength(1);
     } finally {
       await reader.close();
+    }
+  });
+});
+
+describe('telemetry history in the read worker (DESIGN.md §21)', () => {
+  it('decodes the blocks and builds the page in the worker, as the server runs it', async () => {
+    const storeDir = await mkdtemp(join(tmpdir(), 'cp-reader-history-'));
+    const failures: string[] = [];
+    const T0 = Date.UTC(2026, 3, 1, 8);
+    let clock = T0 + 3_600_000;
+    // As `serve` opens it: reads in the worker; background upkeep off (the test runs it).
+    const store = createSqliteStore(storeDir, () => clock, {
+      backgroundCheckpoints: true,
+      backgroundMaintenance: false,
+      onReaderFailure: (m) => failures.push(m),
+    });
+    try {
+      const op = await store.createOperator('Reader');
+      const site = await store.createSite({ operator_id: op.operator_id, name: 's', timezone: 'UTC' });
+      const reg = await registerOnStore(
+        store,
+        { sn: 'SN-READER-1', model: 'M', manufacturer: 'X', firmware_version: '1' },
+        { registration: 'open', defaultSiteId: site.site_id },
+      );
+      if (reg.kind !== 'registered') throw new Error(reg.kind);
+      const deviceId = reg.device.device_id;
+      const records = Array.from({ length: 720 }, (_, i) => ({
+        timestamp: new Date(T0 + i * 5000).toISOString(),
+        connector_id: 1,
+        state: 'charging' as const,
+        power: Math.round((7 + (i % 9) * 0.013) * 1000) / 1000,
+        voltage: 229.9 + (i % 4) / 10,
+      }));
+      await store.recordTelemetry(deviceId, records, clock);
+      clock = T0 + 3 * 3_600_000;
+      await store.runMaintenance();
+      const read = { deviceId, startMs: T0, endMs: T0 + 3_600_000, limit: 1000 };
+      const raw = await store.telemetryHistory(read);
+      expect(raw).toHaveLength(720);
+      expect(raw[100]).toMatchObject({
+        ts_ms: T0 + 500_000,
+        power: records[100]!.power,
+        voltage: records[100]!.voltage,
+      });
+      const quarters = await store.telemetryHistory({ ...read, bucketMs: 900_000 });
+      expect(quarters.map((q) => q.samples)).toEqual([180, 180, 180, 180]);
+      // Read in the worker: it loaded the codec and the history rules and never fell back.
+      expect(failures).toEqual([]);
+    } finally {
+      await store.close();
+      await rm(storeDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,6 +1,11 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
+import type { TelemetryHistoryRow } from '../store.js';
+import { decodeBlock } from '../telemetry-block.js';
+import { type HistoryStatements, runHistoryRead } from '../telemetry-history-rows.js';
 
 /**
  * Operator reads off the event loop that serves chargers (DESIGN.md §12): a worker thread with its own
@@ -14,20 +19,31 @@ import type Database from 'better-sqlite3';
 export interface SqlReader {
   all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
   get<T>(sql: string, params: readonly unknown[]): Promise<T | undefined>;
+  /** A telemetry history page (DESIGN.md §21): statements run, blocks decoded and the page built, all here. */
+  telemetryHistory(statements: HistoryStatements): Promise<TelemetryHistoryRow[]>;
   close(): Promise<void>;
 }
 
-interface Request {
-  id: number;
-  sql: string;
-  params: readonly unknown[];
-  mode: 'all' | 'get';
-}
+type Request =
+  | { id: number; mode: 'all' | 'get'; sql: string; params: readonly unknown[] }
+  | { id: number; mode: 'history'; statements: HistoryStatements };
 type Reply = { id: number; result: unknown } | { id: number; error: { message: string; code?: string } };
 
 interface WorkerInput {
   driverPath: string;
   dbPath: string;
+  /** The block codec and the history rules, loaded by path (both self-contained: node: imports only). */
+  codecPath: string;
+  historyPath: string;
+}
+
+/**
+ * A module beside this one's parent (storage/), as built (`.js`) or, when running from the sources (tests),
+ * as written (`.ts`, which Node loads by stripping its types).
+ */
+function storageModule(name: string): string {
+  const built = fileURLToPath(new URL(`../${name}.js`, import.meta.url));
+  return existsSync(built) ? built : fileURLToPath(new URL(`../${name}.ts`, import.meta.url));
 }
 
 /**
@@ -37,9 +53,19 @@ interface WorkerInput {
 function readLoop(input: WorkerInput, load: (id: string) => unknown): void {
   const Driver = load(input.driverPath) as typeof Database;
   const { parentPort } = load('node:worker_threads') as typeof import('node:worker_threads');
+  const codec = load(input.codecPath) as typeof import('../telemetry-block.js');
+  const history = load(input.historyPath) as typeof import('../telemetry-history-rows.js');
   const db = new Driver(input.dbPath, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
   const statements = new Map<string, Database.Statement>();
+  const prepared = (sql: string) => {
+    let s = statements.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      statements.set(sql, s);
+    }
+    return s;
+  };
   parentPort?.on('message', (m: Request | 'close') => {
     if (m === 'close') {
       db.close();
@@ -47,12 +73,13 @@ function readLoop(input: WorkerInput, load: (id: string) => unknown): void {
       return;
     }
     try {
-      let s = statements.get(m.sql);
-      if (!s) {
-        s = db.prepare(m.sql);
-        statements.set(m.sql, s);
+      let result: unknown;
+      if (m.mode === 'history') {
+        result = history.runHistoryRead((sql, p) => prepared(sql).all(p), m.statements, codec.decodeBlock);
+      } else {
+        const s = prepared(m.sql);
+        result = m.mode === 'get' ? s.get(...m.params) : s.all(...m.params);
       }
-      const result = m.mode === 'get' ? s.get(...m.params) : s.all(...m.params);
       parentPort.postMessage({ id: m.id, result });
     } catch (err) {
       const e = err as { message?: string; code?: string };
@@ -79,6 +106,9 @@ export function createInlineReader(db: Database.Database): SqlReader {
     async get<T>(sql: string, params: readonly unknown[]) {
       return prepared(sql).get(...params) as T | undefined;
     },
+    async telemetryHistory(statements) {
+      return runHistoryRead((sql, p) => prepared(sql).all(p), statements, decodeBlock);
+    },
     async close() {},
   };
 }
@@ -88,7 +118,12 @@ export function createWorkerReader(
   dbPath: string,
   onFailure?: (message: string) => void,
 ): SqlReader {
-  const input: WorkerInput = { driverPath: createRequire(import.meta.url).resolve('better-sqlite3'), dbPath };
+  const input: WorkerInput = {
+    driverPath: createRequire(import.meta.url).resolve('better-sqlite3'),
+    dbPath,
+    codecPath: storageModule('telemetry-block'),
+    historyPath: storageModule('telemetry-history-rows'),
+  };
   const worker = new Worker(`(${readLoop.toString()})(require('node:worker_threads').workerData, require)`, {
     eval: true,
     workerData: input,
@@ -108,13 +143,7 @@ export function createWorkerReader(
     // Reads in flight are answered on the main connection instead.
     const inFlight = [...pending.values()];
     pending.clear();
-    for (const { request, resolve, reject } of inFlight) {
-      const read =
-        request.mode === 'get'
-          ? inline.get(request.sql, request.params)
-          : inline.all(request.sql, request.params);
-      read.then(resolve, reject);
-    }
+    for (const { request, resolve, reject } of inFlight) inlineAnswer(inline, request).then(resolve, reject);
   };
   worker.on('message', (reply: Reply) => {
     const p = pending.get(reply.id);
@@ -127,10 +156,10 @@ export function createWorkerReader(
   worker.on('exit', (code) => fail(`read worker exited (${code})`));
   // Idle, it must not keep a process alive that is otherwise done; with reads in flight it must.
   worker.unref();
-  const ask = (sql: string, params: readonly unknown[], mode: 'all' | 'get') =>
+  const ask = (question: DistributiveOmit<Request, 'id'>) =>
     new Promise<unknown>((resolve, reject) => {
       const id = nextId++;
-      const request: Request = { id, sql, params, mode };
+      const request = { ...question, id } as Request;
       pending.set(id, {
         request,
         resolve: (v) => {
@@ -148,11 +177,15 @@ export function createWorkerReader(
   return {
     async all<T>(sql: string, params: readonly unknown[]) {
       if (failed || closing) return inline.all<T>(sql, params);
-      return (await ask(sql, params, 'all')) as T[];
+      return (await ask({ mode: 'all', sql, params })) as T[];
     },
     async get<T>(sql: string, params: readonly unknown[]) {
       if (failed || closing) return inline.get<T>(sql, params);
-      return (await ask(sql, params, 'get')) as T | undefined;
+      return (await ask({ mode: 'get', sql, params })) as T | undefined;
+    },
+    async telemetryHistory(statements) {
+      if (failed || closing) return inline.telemetryHistory(statements);
+      return (await ask({ mode: 'history', statements })) as TelemetryHistoryRow[];
     },
     async close() {
       if (closing) return;
@@ -164,4 +197,14 @@ export function createWorkerReader(
       await exited;
     },
   };
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** What a request answers when read on the main connection. */
+function inlineAnswer(inline: SqlReader, request: Request): Promise<unknown> {
+  if (request.mode === 'history') return inline.telemetryHistory(request.statements);
+  return request.mode === 'get'
+    ? inline.get(request.sql, request.params)
+    : inline.all(request.sql, request.params);
 }

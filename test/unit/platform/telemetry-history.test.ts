@@ -8,10 +8,16 @@ import {
 } from '../../../platform/domain/telemetry-history.js';
 import type { TelemetryHistoryRow } from '../../../platform/storage/store.js';
 import type { CompactableRow } from '../../../platform/storage/telemetry-compaction.js';
-import { historyFromSamples } from '../../../platform/storage/telemetry-history-rows.js';
+import { BLOCK_MS } from '../../../platform/storage/telemetry-compaction.js';
+import {
+  HISTORY_BLOCK_MS,
+  HISTORY_MEASUREMENTS,
+  historyFromSamples,
+} from '../../../platform/storage/telemetry-history-rows.js';
 import {
   decodeTelemetryCursor,
   encodeTelemetryCursor,
+  TELEMETRY_MEASUREMENTS,
   TelemetryHistoryQuery,
 } from '../../../shared/index.js';
 
@@ -237,5 +243,21 @@ describe('historyFromSamples (blocks and the recent table together)', () => {
       after: { tsMs: T, connectorId: 1 },
     });
     expect(after.map((r) => `${r.ts_ms - T}|${r.connector_id}`)).toEqual(['0|2', '60000|1']);
+  });
+});
+
+describe('the modules the SQLite read worker loads by path', () => {
+  it('import nothing but node: modules (and types), and hold the canonical constants', async () => {
+    const { readFile } = await import('node:fs/promises');
+    for (const file of ['telemetry-history-rows.ts', 'telemetry-block.ts']) {
+      const text = await readFile(new URL(`../../../platform/storage/${file}`, import.meta.url), 'utf8');
+      const valueImports = text.split('\n').filter((l) => /^import (?!type )/.test(l));
+      expect(
+        valueImports.every((l) => / from 'node:[a-z_/]+';$/.test(l)),
+        file,
+      ).toBe(true);
+    }
+    expect(HISTORY_MEASUREMENTS).toEqual(TELEMETRY_MEASUREMENTS);
+    expect(HISTORY_BLOCK_MS).toBe(BLOCK_MS);
   });
 });
