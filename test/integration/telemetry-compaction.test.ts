@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partitionName } from '../../platform/storage/postgres/telemetry-partitions.js';
 import { DATABASE_FILE } from '../../platform/storage/sqlite/store.js';
 import type { Store, TelemetryHistoryRead } from '../../platform/storage/store.js';
 import type { TelemetryRecord } from '../../shared/index.js';
@@ -178,6 +179,25 @@ describe.each(BACKENDS)('telemetry compaction (%s)', (backend) => {
     expect(await history(a)).toEqual(await history(b));
     expectClose(await history(a, { bucketMs: 60_000 }), await history(b, { bucketMs: 60_000 }));
     expectClose(await energy(a), await energy(b));
+  });
+
+  it('frees the space of a day whose rows all went into blocks (PostgreSQL truncates its partition)', async () => {
+    // The next day, past the horizon: the day partition holds no row any more.
+    clock = Date.UTC(2026, 2, 3, 2);
+    await store.runMaintenance();
+    expect((await counts()).recent).toBe(kept);
+    if (backend === 'postgres') {
+      const client = new pg.Client({ connectionString: t.databaseUrl });
+      await client.connect();
+      const sizes = await client.query<{ bytes: string }>('SELECT pg_relation_size($1::regclass) AS bytes', [
+        partitionName(Date.UTC(2026, 2, 2)),
+      ]);
+      await client.end();
+      expect(sizes.rows.map((r) => Number(r.bytes))).toEqual([0]);
+    }
+    // A late sample of that day still finds its place, and the answers stay the same.
+    expect(await store.recordTelemetry(a, late.slice(0, 3), clock)).toBe(0);
+    expect(await history(a)).toEqual(await history(b));
   });
 });
 

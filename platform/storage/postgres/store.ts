@@ -65,7 +65,7 @@ export async function openPostgresBackend(
   const directory = createPgDirectory(db, now);
   const devices = createPgDevices({ db, now, records });
   const deviceSecrets = createPgDeviceSecrets({ db });
-  const blocks = createPgTelemetryBlocks(db, now, () => rollups);
+  const blocks = createPgTelemetryBlocks(db, now, () => rollups, partitions);
   const telemetry = createPgTelemetry(db, partitions, blocks);
   const commands = createPgCommands(db);
   const history = createPgDeviceHistory(db);

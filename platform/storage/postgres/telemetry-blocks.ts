@@ -12,6 +12,9 @@ import {
 import { MEASUREMENT_COLUMNS } from '../telemetry-history-rows.js';
 import type { PgDatabase, Sql } from './database.js';
 import type { RollupGate } from './rollup-watermark.js';
+import type { TelemetryPartitions } from './telemetry-partitions.js';
+
+const DAY_MS = 86_400_000;
 
 /**
  * Compressed telemetry blocks on PostgreSQL (DESIGN.md §21), as `../sqlite/telemetry-blocks.ts`: the compaction
@@ -38,7 +41,26 @@ export function createPgTelemetryBlocks(
   db: PgDatabase,
   now: () => number,
   rollups: () => RollupGate,
+  partitions: Pick<TelemetryPartitions, 'list'>,
 ): PgTelemetryBlocks {
+  /**
+   * Empties, for good, the day partitions compaction has emptied: deleted rows would keep their space (and
+   * autovacuum's work) until retention drops the day a month later. Checked and truncated under the
+   * partition's lock, so that a late row stored meanwhile is never lost.
+   */
+  const truncateCompactedDays = async (horizonMs: number) => {
+    for (const p of await partitions.list()) {
+      if (p.fromMs + DAY_MS > horizonMs) return;
+      await db.tx(async (sql) => {
+        const [size] = await sql.query<{ n: number }>('SELECT pg_relation_size($1::regclass) AS n', [p.name]);
+        if (!size || size.n === 0) return;
+        await sql.query(`LOCK TABLE ${p.name} IN ACCESS EXCLUSIVE MODE`);
+        const [row] = await sql.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${p.name}) AS any`);
+        if (row?.any === false) await sql.query(`TRUNCATE ${p.name}`);
+      });
+    }
+  };
+
   /** Moves one device's compactable rows of its oldest hour that has any: the samples moved, 0 when none. */
   const compactHour = (deviceId: string, horizonMs: number) =>
     db.tx(async (sql) => {
@@ -103,9 +125,11 @@ export function createPgTelemetryBlocks(
       for (const id of ids) {
         for (let n = 1; n > 0; moved += n) n = await compactHour(id, horizonMs);
       }
-      if (ids.length < 100) return moved;
+      if (ids.length < 100) break;
       after = ids.at(-1) as string;
     }
+    await truncateCompactedDays(horizonMs);
+    return moved;
   };
 
   return {
