@@ -7,6 +7,7 @@ import {
   historyRange,
 } from '../../../platform/domain/telemetry-history.js';
 import type { TelemetryHistoryRow } from '../../../platform/storage/store.js';
+import { MEASUREMENTS as BLOCK_MEASUREMENTS } from '../../../platform/storage/telemetry-block.js';
 import type { CompactableRow } from '../../../platform/storage/telemetry-compaction.js';
 import { BLOCK_MS } from '../../../platform/storage/telemetry-compaction.js';
 import {
@@ -258,6 +259,7 @@ describe('the modules the SQLite read worker loads by path', () => {
       ).toBe(true);
     }
     expect(HISTORY_MEASUREMENTS).toEqual(TELEMETRY_MEASUREMENTS);
+    expect(BLOCK_MEASUREMENTS).toEqual(TELEMETRY_MEASUREMENTS);
     expect(HISTORY_BLOCK_MS).toBe(BLOCK_MS);
   });
 });
