@@ -1,4 +1,4 @@
-import type { BlockSample } from './telemetry-block.js';
+import type { BlockColumns, BlockSample } from './telemetry-block.js';
 import type { CompactableRow } from './telemetry-compaction.js';
 import type { TelemetryHistoryRead, TelemetryHistoryRow } from './telemetry-history-repository.js';
 
@@ -193,11 +193,11 @@ export interface HistoryStatements {
   plain: NamedSql;
 }
 
-/** Runs `statements` with `all` (synchronous), decoding blocks with `decode`. */
+/** Runs `statements` with `all` (synchronous), decoding blocks with `codec`. */
 export function runHistoryRead(
   all: (sql: string, params: Record<string, unknown>) => unknown[],
   statements: HistoryStatements,
-  decode: (data: Uint8Array) => BlockSample[],
+  codec: BlockCodec,
 ): TelemetryHistoryRow[] {
   const { read, fromMs } = statements;
   const untilMs = statements.blockCounts
@@ -210,18 +210,114 @@ export function runHistoryRead(
         read,
       )
     : read.endMs;
-  const blocks = all(statements.blocks.sql, { ...statements.blocks.params, until: untilMs }) as Array<{
-    connector_id: number;
-    data: Uint8Array;
-  }>;
+  const blocks = all(statements.blocks.sql, {
+    ...statements.blocks.params,
+    until: untilMs,
+  }) as FetchedBlock[];
   if (blocks.length === 0)
     return (all(statements.plain.sql, statements.plain.params) as RawHistoryRow[]).map(toHistoryRow);
-  const samples: CompactableRow[] = [];
-  for (const b of blocks)
-    for (const s of decode(b.data)) samples.push({ ...s, connector_id: b.connector_id });
   const recent = all(statements.recent.sql, {
     ...statements.recent.params,
     until: untilMs,
   }) as CompactableRow[];
-  return historyFromSamples(samples.concat(recent), { ...read, endMs: untilMs });
+  return historyFromBlocks(blocks, recent, { ...read, endMs: untilMs }, codec);
+}
+
+/** A block as a read fetches it. */
+export interface FetchedBlock {
+  connector_id: number;
+  start_ms: number;
+  data: Uint8Array;
+}
+
+/** What a read needs of the block codec (`telemetry-block.ts`), handed in: this file loads no code. */
+export interface BlockCodec {
+  STATES: readonly string[];
+  decodeBlock(data: Uint8Array): BlockSample[];
+  decodeColumns(data: Uint8Array): BlockColumns;
+}
+
+/**
+ * The items of `read` from blocks and the recent table's rows. Raw pages (a few blocks) go through
+ * `historyFromSamples`; averaged ones walk the blocks' columns without an object per sample (a week is some
+ * 240,000 samples), a recent row that repeats a block's sample left out (the block's counts).
+ */
+export function historyFromBlocks(
+  blocks: readonly FetchedBlock[],
+  recent: readonly CompactableRow[],
+  read: TelemetryHistoryRead,
+  codec: BlockCodec,
+): TelemetryHistoryRow[] {
+  if (read.bucketMs === undefined) {
+    const samples: CompactableRow[] = [];
+    for (const b of blocks) {
+      for (const s of codec.decodeBlock(b.data)) samples.push({ ...s, connector_id: b.connector_id });
+    }
+    return historyFromSamples(samples.concat(recent), read);
+  }
+  const start = readStart(read);
+  const bucketMs = read.bucketMs;
+  const buckets = new Map<number, Bucket>();
+  const bucketOf = (tsMs: number, connectorId: number): Bucket | undefined => {
+    if (tsMs < start.tsMs || tsMs >= read.endMs) return undefined;
+    const ts = tsMs - (tsMs % bucketMs);
+    if (ts === start.tsMs && connectorId <= start.connectorId) return undefined;
+    // Connector ids are below 32: one number keys a bucket.
+    const key = (ts / bucketMs) * 32 + connectorId;
+    let b = buckets.get(key);
+    if (!b) {
+      b = newBucket(ts, connectorId);
+      buckets.set(key, b);
+    }
+    return b;
+  };
+  const held = new Map<string, Float64Array>();
+  for (const block of blocks) {
+    const c = block.connector_id;
+    if (read.connectorId !== undefined && c !== read.connectorId) continue;
+    const cols = codec.decodeColumns(block.data);
+    held.set(`${c}|${block.start_ms}`, cols.ts);
+    const values = TELEMETRY_MEASUREMENTS.map((m) => cols.values[m]);
+    for (let i = 0; i < cols.count; i++) {
+      const ts = cols.ts[i] as number;
+      const b = bucketOf(ts, c);
+      if (!b) continue;
+      b.samples++;
+      if (ts > b.lastMs) {
+        b.lastMs = ts;
+        b.state = codec.STATES[cols.state[i] as number] as string;
+      }
+      for (let m = 0; m < values.length; m++) {
+        const v = (values[m] as Float64Array)[i] as number;
+        if (Number.isNaN(v)) continue;
+        b.sums[m] = (b.sums[m] as number) + v;
+        b.counts[m] = (b.counts[m] as number) + 1;
+      }
+    }
+  }
+  for (const r of recent) {
+    if (read.connectorId !== undefined && r.connector_id !== read.connectorId) continue;
+    const times = held.get(`${r.connector_id}|${r.ts_ms - (r.ts_ms % BLOCK_MS)}`);
+    if (times && sortedIncludes(times, r.ts_ms)) continue;
+    const b = bucketOf(r.ts_ms, r.connector_id);
+    if (b) addToBucket(b, r);
+  }
+  return [...buckets.values()]
+    .sort((a, b) => a.ts_ms - b.ts_ms || a.connector_id - b.connector_id)
+    .slice(0, read.limit)
+    .map(bucketRow);
+}
+
+/** Whether the ascending `values` hold `x` (binary search). */
+function sortedIncludes(values: Float64Array, x: number): boolean {
+  let lo = 0;
+  let hi = values.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = values[mid] as number;
+    if (v === x) return true;
+    if (v < x) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
 }

@@ -1,9 +1,10 @@
 import { CONNECTORS_PER_DEVICE_MAX } from '../../../shared/index.js';
 import type { TelemetryHistoryRead, TelemetryHistoryRepository } from '../store.js';
-import { decodeBlock } from '../telemetry-block.js';
+import * as blockCodec from '../telemetry-block.js';
 import { BLOCK_MS, type CompactableRow } from '../telemetry-compaction.js';
 import {
-  historyFromSamples,
+  type FetchedBlock,
+  historyFromBlocks,
   MEASUREMENT_COLUMNS,
   type RawHistoryRow,
   rawPageEnd,
@@ -26,7 +27,7 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
    * The read's compressed blocks (DESIGN.md §21), decoded, and up to when they answer it: a raw page needs
    * only the hours that hold its `limit` samples (as `../sqlite/telemetry-history.ts` chooses them).
    */
-  const blockSamples = async (read: TelemetryHistoryRead, fromMs: number) => {
+  const fetchBlocks = async (read: TelemetryHistoryRead, fromMs: number) => {
     const args: unknown[] = [read.deviceId, fromMs - BLOCK_MS, read.endMs, fromMs];
     const connector =
       read.connectorId === undefined ? '' : ` AND connector_id = $${args.push(read.connectorId)}`;
@@ -40,15 +41,12 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
       );
       untilMs = rawPageEnd(counts, fromMs, read);
     }
-    const blocks = await db.query<{ connector_id: number; data: Buffer }>(
-      `SELECT connector_id, data FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
+    const blocks = await db.query<FetchedBlock>(
+      `SELECT connector_id, start_ms, data FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
        ORDER BY start_ms, connector_id`,
       [...args, untilMs],
     );
-    const samples: CompactableRow[] = blocks.flatMap((b) =>
-      decodeBlock(b.data).map((s) => ({ ...s, connector_id: b.connector_id })),
-    );
-    return { samples, untilMs };
+    return { blocks, untilMs };
   };
   /** The recent table's samples of the read, as they are (for merging with blocks). */
   const recentSamples = async (read: TelemetryHistoryRead, fromMs: number) => {
@@ -67,10 +65,10 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
   return {
     async telemetryHistory(read) {
       const start = readStart(read);
-      const compacted = await blockSamples(read, start.tsMs);
-      if (compacted.samples.length > 0) {
+      const compacted = await fetchBlocks(read, start.tsMs);
+      if (compacted.blocks.length > 0) {
         const page = { ...read, endMs: compacted.untilMs };
-        return historyFromSamples(compacted.samples.concat(await recentSamples(page, start.tsMs)), page);
+        return historyFromBlocks(compacted.blocks, await recentSamples(page, start.tsMs), page, blockCodec);
       }
       const args: unknown[] = [read.deviceId, start.tsMs, read.endMs, start.connectorId, read.limit];
       const connector =

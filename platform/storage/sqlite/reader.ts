@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { TelemetryHistoryRow } from '../store.js';
-import { decodeBlock } from '../telemetry-block.js';
+import * as blockCodec from '../telemetry-block.js';
 import { type HistoryStatements, runHistoryRead } from '../telemetry-history-rows.js';
 
 /**
@@ -75,7 +75,7 @@ function readLoop(input: WorkerInput, load: (id: string) => unknown): void {
     try {
       let result: unknown;
       if (m.mode === 'history') {
-        result = history.runHistoryRead((sql, p) => prepared(sql).all(p), m.statements, codec.decodeBlock);
+        result = history.runHistoryRead((sql, p) => prepared(sql).all(p), m.statements, codec);
       } else {
         const s = prepared(m.sql);
         result = m.mode === 'get' ? s.get(...m.params) : s.all(...m.params);
@@ -107,7 +107,7 @@ export function createInlineReader(db: Database.Database): SqlReader {
       return prepared(sql).get(...params) as T | undefined;
     },
     async telemetryHistory(statements) {
-      return runHistoryRead((sql, p) => prepared(sql).all(p), statements, decodeBlock);
+      return runHistoryRead((sql, p) => prepared(sql).all(p), statements, blockCodec);
     },
     async close() {},
   };

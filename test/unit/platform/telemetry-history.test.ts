@@ -7,12 +7,19 @@ import {
   historyRange,
 } from '../../../platform/domain/telemetry-history.js';
 import type { TelemetryHistoryRow } from '../../../platform/storage/store.js';
-import { MEASUREMENTS as BLOCK_MEASUREMENTS } from '../../../platform/storage/telemetry-block.js';
+import * as blockCodec from '../../../platform/storage/telemetry-block.js';
+import {
+  MEASUREMENTS as BLOCK_MEASUREMENTS,
+  type BlockSample,
+  decodeBlock,
+  encodeBlock,
+} from '../../../platform/storage/telemetry-block.js';
 import type { CompactableRow } from '../../../platform/storage/telemetry-compaction.js';
 import { BLOCK_MS } from '../../../platform/storage/telemetry-compaction.js';
 import {
   HISTORY_BLOCK_MS,
   HISTORY_MEASUREMENTS,
+  historyFromBlocks,
   historyFromSamples,
 } from '../../../platform/storage/telemetry-history-rows.js';
 import {
@@ -261,5 +268,65 @@ describe('the modules the SQLite read worker loads by path', () => {
     expect(HISTORY_MEASUREMENTS).toEqual(TELEMETRY_MEASUREMENTS);
     expect(BLOCK_MEASUREMENTS).toEqual(TELEMETRY_MEASUREMENTS);
     expect(HISTORY_BLOCK_MS).toBe(BLOCK_MS);
+  });
+});
+
+describe('historyFromBlocks (the averaged walk over blocks without an object per sample)', () => {
+  const sample = (tsMs: number, power: number, state = 'charging'): BlockSample => ({
+    ts_ms: tsMs,
+    state,
+    voltage: 230,
+    current: null,
+    power,
+    energy_delivered: null,
+    soc: null,
+    temperature: null,
+    phase_details: null,
+  });
+  const H = Math.floor(T / 3_600_000) * 3_600_000;
+  const blocks = [
+    {
+      connector_id: 1,
+      start_ms: H,
+      data: encodeBlock([sample(H, 2), sample(H + 30_000, 4, 'idle'), sample(H + 60_000, 6)]),
+    },
+    { connector_id: 2, start_ms: H, data: encodeBlock([sample(H + 10_000, 1)]) },
+  ];
+  const recent: CompactableRow[] = [
+    // A re-sent sample a block holds already (another value): the block's counts, once.
+    { ...sample(H + 30_000, 100), connector_id: 1 },
+    // A late one the block does not hold yet.
+    { ...sample(H + 45_000, 8, 'fault'), connector_id: 1 },
+  ];
+  const read = { deviceId: 'd', startMs: H, endMs: H + 3_600_000, limit: 100, bucketMs: 60_000 };
+
+  it('averages blocks and recent rows alike, the last state by time, each instant once', () => {
+    const rows = historyFromBlocks(blocks, recent, read, blockCodec);
+    expect(rows.map((r) => [r.ts_ms - H, r.connector_id, r.power, r.state, r.samples])).toEqual([
+      [0, 1, (2 + 4 + 8) / 3, 'fault', 3],
+      [0, 2, 1, 'charging', 1],
+      [60_000, 1, 6, 'charging', 1],
+    ]);
+    // The same as the object-per-sample path over the same samples.
+    const samples = [
+      ...blocks.flatMap((b) => decodeBlock(b.data).map((s) => ({ ...s, connector_id: b.connector_id }))),
+      ...recent,
+    ];
+    expect(rows).toEqual(historyFromSamples(samples, read));
+  });
+
+  it('honours the cursor, the connector and the limit', () => {
+    const after = historyFromBlocks(
+      blocks,
+      recent,
+      { ...read, after: { tsMs: H, connectorId: 1 } },
+      blockCodec,
+    );
+    expect(after.map((r) => [r.ts_ms - H, r.connector_id])).toEqual([
+      [0, 2],
+      [60_000, 1],
+    ]);
+    expect(historyFromBlocks(blocks, recent, { ...read, connectorId: 2 }, blockCodec)).toHaveLength(1);
+    expect(historyFromBlocks(blocks, recent, { ...read, limit: 1 }, blockCodec)).toHaveLength(1);
   });
 });
