@@ -101,7 +101,7 @@ async function batchIngestOn(
     }
     const onPlatform = summarizeLoad(rounds.platform);
     const onBare = summarizeLoad(rounds.bare);
-    const stored = await database.count(platform.dataDir, 'telemetry');
+    const stored = await database.telemetrySamples(platform.dataDir);
     const acknowledged =
       [warm, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0) * ROWS;
     const seconds = (which: keyof typeof rounds) => rounds[which].reduce((s, r) => s + r.seconds, 0);

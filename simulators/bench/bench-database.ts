@@ -28,6 +28,8 @@ export interface BenchDatabase {
   /** Rows of a platform table (the SQLite file opened read-only). */
   count(dataDir: string, table: 'telemetry' | 'charging_records'): Promise<number>;
   bytes(dataDir: string): Promise<DatabaseBytes>;
+  /** Telemetry samples stored: the recent table's rows and those compacted into blocks (DESIGN.md §21). */
+  telemetrySamples(dataDir: string): Promise<number>;
   /** Drops the run's PostgreSQL database unless `keep` (nothing on SQLite: the data directory goes with it). */
   release(keep: boolean): Promise<void>;
 }
@@ -43,6 +45,20 @@ function sqliteDatabase(): BenchDatabase {
       const db = new Database(join(dataDir, SQLITE_FILE), { readonly: true });
       try {
         return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    },
+    async telemetrySamples(dataDir) {
+      const db = new Database(join(dataDir, SQLITE_FILE), { readonly: true });
+      try {
+        return (
+          db
+            .prepare(
+              `SELECT (SELECT COUNT(*) FROM telemetry) + (SELECT COALESCE(SUM(samples), 0) FROM telemetry_blocks) AS n`,
+            )
+            .get() as { n: number }
+        ).n;
       } finally {
         db.close();
       }
@@ -94,6 +110,10 @@ function postgresDatabase(url: string, server?: string): BenchDatabase {
     describe: withoutPassword(url),
     async count(_dataDir, table) {
       return (await query(url, `SELECT count(*) AS n FROM ${table}`, Count))[0]!.n;
+    },
+    async telemetrySamples() {
+      const sql = `SELECT (SELECT count(*) FROM telemetry) + (SELECT coalesce(sum(samples), 0) FROM telemetry_blocks) AS n`;
+      return (await query(url, sql, Count))[0]!.n;
     },
     async bytes() {
       const { database, telemetry } = (await query(url, SIZES_SQL, Sizes))[0]!;

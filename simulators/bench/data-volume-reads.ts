@@ -10,6 +10,7 @@ import {
   envelopeOf,
   OperatorTokenResponse,
   RATE_LIMITS,
+  TelemetryHistoryPage,
   toTimestamp,
 } from '../../shared/index.js';
 import { type BenchPlatform, summarize } from './bench-platform.js';
@@ -205,7 +206,28 @@ function readSpecs(m: ReadTarget): ReadSpec[] {
   });
   const site = { site_id: m.site_id };
   const device = { device_id: m.charger_id };
+  /** The history read (DESIGN.md §21) of the site's first charger: a page of `resolution` over `days`. */
+  const telemetry = (
+    name: string,
+    query: Record<string, string>,
+    days: number,
+    expected: (n: number) => boolean,
+  ) => ({
+    name,
+    path: `/v1/operator/devices/${m.charger_id}/telemetry?${new URLSearchParams({ ...query, start_time: toTimestamp(end - days * DAY), end_time: toTimestamp(end) })}`,
+    check(body: unknown) {
+      const page = envelopeOf(TelemetryHistoryPage).parse(body).data;
+      if (!expected(page.items.length)) throw new Error(`${name}: ${page.items.length} items`);
+      return `${page.items.length} items${page.next_cursor ? ', more' : ''}`;
+    },
+  });
   return [
+    // One connector's day raw: the first page (2,000 of its 17,280 samples).
+    telemetry('telemetry 1 conn 1d raw', { connector_id: '1' }, 1, (n) => n === 2000),
+    // A day at 1m, both connectors: the first page (2,000 of 2,880 buckets).
+    telemetry('telemetry 1d 1m', { resolution: '1m' }, 1, (n) => n === 2000),
+    // A week at 15m, both connectors: one page of 1,344 buckets.
+    telemetry('telemetry 7d 15m', { resolution: '15m' }, 7, (n) => n >= 1300),
     energy('energy site 1d 15m', site, 1, '15m'),
     energy('energy site 1d 1h', site, 1, '1h'),
     energy('energy site 1d 1d', site, 1, '1d'),

@@ -149,7 +149,7 @@ async function ingestOn(
     // Every acknowledged record must be in the database. autocannon ends a round by closing its connections, so
     // up to one request per connection per round was sent (and maybe stored) but never answered: stored lies
     // between the acknowledged and the sent.
-    const stored = await database.count(platform.dataDir, 'telemetry');
+    const stored = await database.telemetrySamples(platform.dataDir);
     const acknowledged = [warm[0]!, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0);
     const { sent } = requests.counts;
     const result = {
