@@ -21,9 +21,12 @@ export function compactionHorizon(nowMs: number): number {
   return Math.floor((nowMs - COMPACT_AFTER_MS) / BLOCK_MS) * BLOCK_MS;
 }
 
-/** Whether a sample at `tsMs` may already lie in a block at `nowMs` (so an insert must look there first). */
-export function mayBeCompacted(tsMs: number, nowMs: number): boolean {
-  return tsMs < compactionHorizon(nowMs + CLOCK_MARGIN_MS);
+/**
+ * Samples before this time may already lie in a block at `nowMs` (so an insert must look there first):
+ * computed once per write, compared per sample.
+ */
+export function compactedBefore(nowMs: number): number {
+  return compactionHorizon(nowMs + CLOCK_MARGIN_MS);
 }
 
 export const blockStart = (tsMs: number): number => Math.floor(tsMs / BLOCK_MS) * BLOCK_MS;

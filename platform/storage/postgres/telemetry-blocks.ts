@@ -5,9 +5,9 @@ import {
   BLOCK_MS,
   blockStart,
   type CompactableRow,
+  compactedBefore,
   compactionHorizon,
   groupIntoBlocks,
-  mayBeCompacted,
 } from '../telemetry-compaction.js';
 import { MEASUREMENT_COLUMNS } from '../telemetry-history-rows.js';
 import type { PgDatabase, Sql } from './database.js';
@@ -140,8 +140,8 @@ export function createPgTelemetryBlocks(
       return running;
     },
     async notCompacted(deviceId, records) {
-      const nowMs = now();
-      const old = records.filter((r) => mayBeCompacted(Date.parse(r.timestamp), nowMs));
+      const before = compactedBefore(now());
+      const old = records.filter((r) => Date.parse(r.timestamp) < before);
       if (old.length === 0) return [...records];
       const keys = [...new Set(old.map((r) => `${r.connector_id}|${blockStart(Date.parse(r.timestamp))}`))];
       const blocks = await db.query<{ connector_id: number; data: Buffer }>(

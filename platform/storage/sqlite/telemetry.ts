@@ -5,7 +5,7 @@ import {
   type TelemetryRecord,
 } from '../../../shared/index.js';
 import type { ConnectorRow, TelemetryRepository } from '../store.js';
-import { mayBeCompacted } from '../telemetry-compaction.js';
+import { compactedBefore } from '../telemetry-compaction.js';
 import { placeholders, type StatementCache } from './database.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { type RawConnector, telemetryRow, toConnector } from './rows.js';
@@ -84,15 +84,14 @@ export function createSqliteTelemetry(
   }
   const insertTelemetryBatch = (batch: readonly PendingTelemetry[]) => {
     const newest = new Map<string, LiveRow>();
-    const nowMs = compacted.now();
+    const maybeInBlocks = compactedBefore(compacted.now());
     const blocks = compacted.blocks();
     const counts = batch.map((p) => {
       let n = 0;
       for (const t of p.records) {
         const row = telemetryRow(p.deviceId, t, p.receivedMs);
         // An old sample may be in a block already: then it is a duplicate, as the unique index says of recent ones.
-        if (mayBeCompacted(row.ts_ms, nowMs) && blocks.holds(p.deviceId, row.connector_id, row.ts_ms))
-          continue;
+        if (row.ts_ms < maybeInBlocks && blocks.holds(p.deviceId, row.connector_id, row.ts_ms)) continue;
         const result = stmt.insertTelemetry.run(row);
         if (result.changes !== 1) continue;
         n++;
