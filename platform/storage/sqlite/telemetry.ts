@@ -58,6 +58,7 @@ export function createSqliteTelemetry(
     setSetting: db.prepare(
       'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
+    setting: db.prepare('SELECT value FROM settings WHERE key = ?').pluck(),
   };
 
   /**
@@ -78,7 +79,7 @@ export function createSqliteTelemetry(
   let newestTelemetryId = (db.prepare('SELECT MAX(id) FROM telemetry').pluck().get() as number | null) ?? 0;
   {
     // Telemetry rows up to this id are reflected in `connectors`; the rest is replayed into `live`.
-    const upTo = db.prepare('SELECT value FROM settings WHERE key = ?').pluck().get(LIVE_STATE_SETTING);
+    const upTo = stmt.setting.get(LIVE_STATE_SETTING);
     if (upTo === undefined) stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
     else for (const row of stmt.telemetrySince.iterate(Number(upTo)) as Iterable<LiveRow>) live.note(row);
   }
@@ -246,8 +247,7 @@ export function createSqliteTelemetry(
     }
   };
   /** Telemetry rows up to this id are reflected in `connectors` (the rest is replayed at start). */
-  const liveStateSetting = db.prepare('SELECT value FROM settings WHERE key = ?').pluck();
-  const liveStateUpTo = () => Number(liveStateSetting.get(LIVE_STATE_SETTING) ?? 0);
+  const liveStateUpTo = () => Number(stmt.setting.get(LIVE_STATE_SETTING) ?? 0);
   return {
     telemetry,
     close,
