@@ -152,6 +152,8 @@ async function ingestOn(
     const stored = await database.telemetrySamples(platform.dataDir);
     const acknowledged = [warm[0]!, ...rounds.platform].reduce((n, r) => n + (r.statusCounts['200'] ?? 0), 0);
     const { sent } = requests.counts;
+    const served = (which: Side) => rounds[which].reduce((n, r) => n + r.latencies.length, 0);
+    const cpuMicros = (which: Side) => Math.round((cpu[which].server / served(which)) * 1e7) / 10;
     const result = {
       machine: `${process.platform} ${process.arch}, node ${process.version}`,
       backend: database.backend,
@@ -164,6 +166,15 @@ async function ingestOn(
       bare_fastify: onFastify,
       /** The goal's figure: the platform against node:https alone. */
       ratio: Math.round((onPlatform.rps / onBare.rps) * 1000) / 1000,
+      /** Server CPU µs per request served (process CPU time over the side's rounds ÷ answers): does not depend
+       * on whether the generator or the server is the limit. */
+      cpu_us_per_request: {
+        platform: cpuMicros('platform'),
+        bare: cpuMicros('bare'),
+        fastify: cpuMicros('fastify'),
+      },
+      /** The issue's CPU figure: platform CPU per request ÷ bare node:https CPU per request (goal ≤ 1.6). */
+      cpu_ratio: Math.round((cpuMicros('platform') / cpuMicros('bare')) * 100) / 100,
       /** Fastify alone against node:https alone: the ceiling of any Fastify application on this machine. */
       fastify_ratio: Math.round((onFastify.rps / onBare.rps) * 1000) / 1000,
       /** The platform against Fastify alone: what the platform's own work (auth, validation, storage) costs. */

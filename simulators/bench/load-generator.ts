@@ -48,7 +48,8 @@ export function runLoad(opts: {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
-        url: opts.origin,
+        // autocannon takes a fixed request's path from its url (a `path` option would be ignored).
+        url: typeof requests === 'function' ? opts.origin : `${opts.origin}${requests.path}`,
         connections: opts.connections,
         pipelining: 1,
         duration: opts.durationMs / 1000,
@@ -62,7 +63,7 @@ export function runLoad(opts: {
                 },
               ],
             }
-          : { method: 'POST', ...requests }),
+          : { method: 'POST', headers: requests.headers, body: requests.body }),
       },
       (error, result) => {
         if (error) {
