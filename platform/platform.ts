@@ -131,8 +131,10 @@ export async function buildPlatform(opts: BuildOptions): Promise<Platform> {
   // While draining, every answer closes its connection: a keep-alive socket whose answer was still being
   // written when the server began to close would otherwise hold the close for Fastify's keep-alive timeout
   // (72 s), and the charger reconnects through the balancer to another instance anyway.
-  app.addHook('onSend', async (_request, reply) => {
+  // A callback hook, not an async one: no promise per request.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close');
+    done(null, payload);
   });
   const routes = [...operatorRoutes(context, parts.webhooks.service), ...deviceRoutes(context)];
   registerRoutes(app, context, routes);

@@ -35,6 +35,7 @@ import { type AnyRoute, applyDecision, enforceRateLimit, route } from '../route-
 import { beginCredentialAttempt } from './credential-attempts.js';
 import { deviceArtifactRoutes } from './device-artifact-routes.js';
 import { deviceDiagnosticsRoutes } from './device-diagnostics-routes.js';
+import { quickTelemetryBatch, quickTelemetryRecord } from './telemetry-bodies.js';
 
 const device = { kind: 'device' } as const;
 
@@ -196,6 +197,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       auth: device,
       rate: 'deviceRealtime',
       body: TelemetryRecord,
+      quickBody: quickTelemetryRecord,
       response: TelemetryAccepted,
       handler: async ({ body, request }) => {
         await reporting.telemetry(deviceId(request), [body]);
@@ -213,6 +215,7 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       rate: 'deviceRealtime',
       bodyLimit: MAX_BATCH_BODY_BYTES,
       body: TelemetryBatchRequest,
+      quickBody: quickTelemetryBatch,
       response: TelemetryBatchAccepted,
       handler: async ({ body, request }) => {
         const accepted = await reporting.telemetry(deviceId(request), body.records);
