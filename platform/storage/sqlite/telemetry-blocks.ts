@@ -149,8 +149,9 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
       let times = cache.get(k);
       if (!times) {
         const stored = stmt.block.get(deviceId, connectorId, startMs) as Buffer | undefined;
-        if (!stored) return false;
-        times = new Set(decodeBlock(stored).map((s) => s.ts_ms));
+        // No block is remembered too (an empty set): a backlog of 500 samples asks of the same hour 500 times.
+        // Compaction forgets the key when it writes the block, retention the whole cache.
+        times = stored ? new Set(decodeBlock(stored).map((s) => s.ts_ms)) : new Set();
         if (cache.size >= CACHED_BLOCKS) cache.delete(cache.keys().next().value as string);
         cache.set(k, times);
       }

