@@ -80,18 +80,33 @@ export interface BlockColumns {
 
 export function decodeColumns(block: Uint8Array): BlockColumns {
   const r = createReader(zstdDecompressSync(block));
+  const columns = readColumns(r);
+  if (!r.atEnd()) throw new Error('telemetry block: trailing bytes');
+  return columns;
+}
+
+/** A block's content, decompressed. */
+function readColumns(r: Reader): BlockColumns {
   const version = r.byte();
   if (version !== VERSION)
     throw new Error(`telemetry block: version ${version} is not one this platform reads`);
   const count = r.uvarint();
-  const ts = readTimes(r, count);
-  const state = Uint8Array.from(r.take(count));
-  for (const s of state) if (s >= STATES.length) throw new Error('telemetry block: corrupt state');
+  // One allocation for every column: a typed array's own buffer costs more to make than its bytes to decode.
+  const columns = new Float64Array(count * (1 + MEASUREMENTS.length));
+  const column = (k: number) => columns.subarray(k * count, (k + 1) * count);
+  const ts = readTimes(r, column(0));
+  // A copy (slice), not Uint8Array.from: that walks the bytes through the iterator protocol.
+  const state = r.take(count).slice();
+  for (let i = 0; i < count; i++)
+    if ((state[i] as number) >= STATES.length) throw new Error('telemetry block: corrupt state');
   const values = {} as Record<BlockMeasurement, Float64Array>;
-  for (const m of MEASUREMENTS) values[m] = readMeasurement(r, count);
+  MEASUREMENTS.forEach((m, k) => {
+    values[m] = readMeasurement(r, column(k + 1));
+  });
   const detailsPresent = readPresence(r, count);
   const phaseDetails: Array<string | null> = new Array<string | null>(count).fill(null);
-  for (let i = 0; i < count; i++) if (detailsPresent[i]) phaseDetails[i] = r.utf8(r.uvarint());
+  for (let i = 0; i < count; i++)
+    if (!detailsPresent || detailsPresent[i]) phaseDetails[i] = r.utf8(r.uvarint());
   return { count, ts, state, values, phaseDetails };
 }
 
@@ -145,16 +160,20 @@ function writeTimes(w: Writer, samples: readonly BlockSample[]): void {
   });
 }
 
-function readTimes(r: Reader, count: number): Float64Array {
-  const out = new Float64Array(count);
-  let prev = 0;
-  let delta = 0;
-  for (let i = 0; i < count; i++) {
-    if (i === 0) prev = r.uvarint();
-    else {
-      delta = i === 1 ? r.uvarint() : delta + r.varint();
-      prev += delta;
-    }
+/** Reads the times into `out` (one per sample). */
+function readTimes(r: Reader, out: Float64Array): Float64Array {
+  const count = out.length;
+  if (count === 0) return out;
+  let prev = r.uvarint();
+  out[0] = prev;
+  if (count === 1) return out;
+  let delta = r.uvarint();
+  prev += delta;
+  out[1] = prev;
+  const deltas = r.zigzags(count - 2);
+  for (let i = 2; i < count; i++) {
+    delta += deltas[i - 2] as number;
+    prev += delta;
     out[i] = prev;
   }
   return out;
@@ -201,21 +220,27 @@ function writeMeasurement(w: Writer, samples: readonly BlockSample[], m: BlockMe
   }
 }
 
-function readMeasurement(r: Reader, count: number): Float64Array {
-  const out = new Float64Array(count).fill(Number.NaN);
+/** Reads a measurement into `out` (one per sample, zeroed): NaN where a sample lacks it. */
+function readMeasurement(r: Reader, out: Float64Array): Float64Array {
+  const count = out.length;
   const mode = r.byte();
-  if (mode === 0) return out;
+  if (mode === 0) return out.fill(Number.NaN);
   const present = readPresence(r, count);
+  // Every sample has it (the common case): no NaN to fill, no presence to test.
+  if (present) out.fill(Number.NaN);
   if (mode === 2) {
-    for (let i = 0; i < count; i++) if (present[i]) out[i] = r.float64();
+    for (let i = 0; i < count; i++) if (!present || present[i]) out[i] = r.float64();
     return out;
   }
   if (mode !== 1) throw new Error('telemetry block: corrupt measurement');
   const p = 10 ** r.byte();
+  let presentCount = count;
+  if (present) for (let i = 0; i < count; i++) presentCount -= 1 - (present[i] as number);
+  const deltas = r.zigzags(presentCount);
   let n = 0;
-  for (let i = 0; i < count; i++) {
-    if (!present[i]) continue;
-    n += r.varint();
+  for (let i = 0, k = 0; i < count; i++) {
+    if (present && !present[i]) continue;
+    n += deltas[k++] as number;
     out[i] = n / p;
   }
   return out;
@@ -234,9 +259,10 @@ function writePresence(w: Writer, column: ReadonlyArray<unknown>): void {
   w.bytes(bits);
 }
 
-function readPresence(r: Reader, count: number): Uint8Array {
+/** Which samples have a value (1), or undefined when every one has. */
+function readPresence(r: Reader, count: number): Uint8Array | undefined {
+  if (r.byte() === 1) return undefined;
   const out = new Uint8Array(count);
-  if (r.byte() === 1) return out.fill(1);
   const bits = r.take(Math.ceil(count / 8));
   for (let i = 0; i < count; i++) out[i] = (bits[i >> 3] as number) & (1 << (i & 7)) ? 1 : 0;
   return out;
@@ -294,13 +320,22 @@ function createWriter(initial: number): Writer {
 }
 
 interface Reader {
+  atEnd(): boolean;
   byte(): number;
   take(n: number): Uint8Array;
   uvarint(): number;
   varint(): number;
+  /**
+   * `n` zigzag varints (the hot loop of a block, with the position in a local), in an array shared by every
+   * call: valid until the next.
+   */
+  zigzags(n: number): Float64Array;
   float64(): number;
   utf8(n: number): string;
 }
+
+/** zigzags()'s answer: decoding is synchronous, so one array serves every block. */
+let scratch = new Float64Array(1024);
 
 function createReader(buf: Buffer): Reader {
   let at = 0;
@@ -324,6 +359,7 @@ function createReader(buf: Buffer): Reader {
     }
   };
   return {
+    atEnd: () => at === buf.length,
     byte() {
       need(1);
       return buf[at++] as number;
@@ -338,6 +374,31 @@ function createReader(buf: Buffer): Reader {
     varint() {
       const z = uvarint();
       return z % 2 === 1 ? -(z + 1) / 2 : z / 2;
+    },
+    zigzags(n) {
+      if (scratch.length < n) scratch = new Float64Array(Math.max(n, 2 * scratch.length));
+      const out = scratch;
+      const end = buf.length;
+      let pos = at;
+      for (let i = 0; i < n; i++) {
+        if (pos >= end) throw new Error('telemetry block: truncated');
+        let b = buf[pos++] as number;
+        let z = b & 127;
+        let scale = 128;
+        while (b >= 128) {
+          if (pos >= end) throw new Error('telemetry block: truncated');
+          b = buf[pos++] as number;
+          z += (b & 127) * scale;
+          if (b < 128) break;
+          scale *= 128;
+          if (scale > 2 ** 56) throw new Error('telemetry block: corrupt varint');
+        }
+        // Bit operators while they are exact (below 2^31): `%` on a double is a slow fmod.
+        if (z < 2_147_483_648) out[i] = z & 1 ? -((z >>> 1) + 1) : z >>> 1;
+        else out[i] = z % 2 === 1 ? -(z + 1) / 2 : z / 2;
+      }
+      at = pos;
+      return out;
     },
     float64() {
       need(8);

@@ -233,8 +233,8 @@ export interface FetchedBlock {
 /** What a read needs of the block codec (`telemetry-block.ts`), handed in: this file loads no code. */
 export interface BlockCodec {
   STATES: readonly string[];
-  decodeBlock(data: Uint8Array): BlockSample[];
-  decodeColumns(data: Uint8Array): BlockColumns;
+  decodeColumns(block: Uint8Array): BlockColumns;
+  sampleAt(c: BlockColumns, i: number): BlockSample;
 }
 
 /**
@@ -243,69 +243,128 @@ export interface BlockCodec {
  * 240,000 samples), a recent row that repeats a block's sample left out (the block's counts).
  */
 export function historyFromBlocks(
-  blocks: readonly FetchedBlock[],
+  fetched: readonly FetchedBlock[],
   recent: readonly CompactableRow[],
   read: TelemetryHistoryRead,
   codec: BlockCodec,
 ): TelemetryHistoryRow[] {
+  const blocks = blocksOfRead(fetched, read);
+  const columns = blocks.map((b) => codec.decodeColumns(b.data));
+  return historyFromColumns(blocks, columns, recent, read, codec);
+}
+
+/** The fetched blocks `read` needs (its connector's, when it names one). */
+export function blocksOfRead(fetched: readonly FetchedBlock[], read: TelemetryHistoryRead): FetchedBlock[] {
+  return read.connectorId === undefined
+    ? [...fetched]
+    : fetched.filter((b) => b.connector_id === read.connectorId);
+}
+
+/** `historyFromBlocks` once the blocks are decoded (`columns[k]` is `blocks[k]`'s). */
+export function historyFromColumns(
+  blocks: readonly FetchedBlock[],
+  columns: readonly BlockColumns[],
+  recent: readonly CompactableRow[],
+  read: TelemetryHistoryRead,
+  codec: Pick<BlockCodec, 'STATES' | 'sampleAt'>,
+): TelemetryHistoryRow[] {
   if (read.bucketMs === undefined) {
     const samples: CompactableRow[] = [];
-    for (const b of blocks) {
-      for (const s of codec.decodeBlock(b.data)) samples.push({ ...s, connector_id: b.connector_id });
-    }
+    blocks.forEach((b, k) => {
+      const cols = columns[k] as BlockColumns;
+      for (let i = 0; i < cols.count; i++)
+        samples.push({ ...codec.sampleAt(cols, i), connector_id: b.connector_id });
+    });
     return historyFromSamples(samples.concat(recent), read);
   }
-  const start = readStart(read);
-  const bucketMs = read.bucketMs;
-  const buckets = new Map<number, Bucket>();
-  const bucketOf = (tsMs: number, connectorId: number): Bucket | undefined => {
-    if (tsMs < start.tsMs || tsMs >= read.endMs) return undefined;
-    const ts = tsMs - (tsMs % bucketMs);
-    if (ts === start.tsMs && connectorId <= start.connectorId) return undefined;
-    // Connector ids are below 32: one number keys a bucket.
-    const key = (ts / bucketMs) * 32 + connectorId;
-    let b = buckets.get(key);
-    if (!b) {
-      b = newBucket(ts, connectorId);
-      buckets.set(key, b);
-    }
-    return b;
-  };
+  const buckets = createBuckets(read, read.bucketMs);
   const held = new Map<string, Float64Array>();
-  for (const block of blocks) {
-    const c = block.connector_id;
-    if (read.connectorId !== undefined && c !== read.connectorId) continue;
-    const cols = codec.decodeColumns(block.data);
-    held.set(`${c}|${block.start_ms}`, cols.ts);
-    const values = TELEMETRY_MEASUREMENTS.map((m) => cols.values[m]);
-    for (let i = 0; i < cols.count; i++) {
-      const ts = cols.ts[i] as number;
-      const b = bucketOf(ts, c);
-      if (!b) continue;
-      b.samples++;
-      if (ts > b.lastMs) {
-        b.lastMs = ts;
-        b.state = codec.STATES[cols.state[i] as number] as string;
-      }
-      for (let m = 0; m < values.length; m++) {
-        const v = (values[m] as Float64Array)[i] as number;
-        if (Number.isNaN(v)) continue;
-        b.sums[m] = (b.sums[m] as number) + v;
-        b.counts[m] = (b.counts[m] as number) + 1;
-      }
-    }
-  }
+  blocks.forEach((block, k) => {
+    const cols = columns[k] as BlockColumns;
+    held.set(`${block.connector_id}|${block.start_ms}`, cols.ts);
+    addColumns(buckets, cols, block.connector_id, codec.STATES);
+  });
   for (const r of recent) {
     if (read.connectorId !== undefined && r.connector_id !== read.connectorId) continue;
     const times = held.get(`${r.connector_id}|${r.ts_ms - (r.ts_ms % BLOCK_MS)}`);
     if (times && sortedIncludes(times, r.ts_ms)) continue;
-    const b = bucketOf(r.ts_ms, r.connector_id);
+    const b = buckets.at(r.ts_ms, r.connector_id);
     if (b) addToBucket(b, r);
   }
-  return [...buckets.values()]
+  return buckets
+    .all()
     .sort((a, b) => a.ts_ms - b.ts_ms || a.connector_id - b.connector_id)
     .slice(0, read.limit)
     .map(bucketRow);
+}
+
+/** The buckets of an averaged read, by start and connector; none outside the read or before its cursor. */
+function createBuckets(read: TelemetryHistoryRead, bucketMs: number) {
+  const start = readStart(read);
+  const buckets = new Map<number, Bucket>();
+  return {
+    bucketMs,
+    endMs: read.endMs,
+    at(tsMs: number, connectorId: number): Bucket | undefined {
+      if (tsMs < start.tsMs || tsMs >= read.endMs) return undefined;
+      const ts = tsMs - (tsMs % bucketMs);
+      if (ts === start.tsMs && connectorId <= start.connectorId) return undefined;
+      // Connector ids are below 32: one number keys a bucket.
+      const key = (ts / bucketMs) * 32 + connectorId;
+      let b = buckets.get(key);
+      if (!b) {
+        b = newBucket(ts, connectorId);
+        buckets.set(key, b);
+      }
+      return b;
+    },
+    all: () => [...buckets.values()],
+  };
+}
+
+/**
+ * Adds a block's samples to their buckets. Its times ascend, so a bucket takes a run of them: one lookup a run,
+ * not a sample.
+ */
+function addColumns(
+  buckets: ReturnType<typeof createBuckets>,
+  cols: BlockColumns,
+  connectorId: number,
+  states: readonly string[],
+): void {
+  const values = TELEMETRY_MEASUREMENTS.map((m) => cols.values[m]);
+  let i = 0;
+  while (i < cols.count) {
+    const first = cols.ts[i] as number;
+    if (first >= buckets.endMs) return;
+    const runEnd = Math.min(first - (first % buckets.bucketMs) + buckets.bucketMs, buckets.endMs);
+    let j = i + 1;
+    while (j < cols.count && (cols.ts[j] as number) < runEnd) j++;
+    const b = buckets.at(first, connectorId);
+    if (b) {
+      b.samples += j - i;
+      const lastTs = cols.ts[j - 1] as number;
+      if (lastTs > b.lastMs) {
+        b.lastMs = lastTs;
+        b.state = states[cols.state[j - 1] as number] as string;
+      }
+      for (let m = 0; m < values.length; m++) {
+        const column = values[m] as Float64Array;
+        let sum = b.sums[m] as number;
+        let n = b.counts[m] as number;
+        for (let x = i; x < j; x++) {
+          const v = column[x] as number;
+          if (!Number.isNaN(v)) {
+            sum += v;
+            n++;
+          }
+        }
+        b.sums[m] = sum;
+        b.counts[m] = n;
+      }
+    }
+    i = j;
+  }
 }
 
 /** Whether the ascending `values` hold `x` (binary search). */

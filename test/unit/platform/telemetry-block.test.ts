@@ -76,6 +76,21 @@ describe('telemetry blocks', () => {
         sample(T + 5000, { power: -Math.E, current: 1e-12 }),
       ],
     ],
+    [
+      'values no decimal scale holds, absent in some samples',
+      [
+        sample(T, { power: Math.PI }),
+        sample(T + 5000, { power: null }),
+        sample(T + 10_000, { power: Math.E }),
+      ],
+    ],
+    [
+      'phase details on every sample',
+      [
+        sample(T, { phase_details: '{"l1":{"voltage":230.1}}' }),
+        sample(T + 5000, { phase_details: '{"l1":{"voltage":230.2}}' }),
+      ],
+    ],
     ['negative zero stays negative zero', [sample(T, { power: -0 }), sample(T + 5000, { power: 0 })]],
     [
       'large and small values, negative power (discharging)',
