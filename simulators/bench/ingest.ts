@@ -18,8 +18,10 @@ import { sampleHostCpu, sampleProcess, stealPercent } from './process-sampler.js
  * machine whose speed drifts during the run (a shared host) weighs on all alike. The generator is autocannon (load-generator.ts);
  * the CPU each server and the generator used during their rounds is reported, so that a reader can see the bare
  * server driven to its own limit (about one core: node:https is single-threaded) rather than capped by the
- * generator.
- * Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
+ * generator. Each side's server CPU per request served is the issue-37 figure: it does not depend on which of
+ * server and generator is the limit. `--rate` holds every side to the same requests per second, which shows what
+ * a request costs at a fleet's pace rather than at saturation (fewer requests share each wake-up and commit).
+ * Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5 --rate N]
  */
 export function measureIngest(
   DEVICES = 2000,
@@ -27,9 +29,10 @@ export function measureIngest(
   SECONDS = 15,
   ROUNDS = 5,
   storage: BenchStorage = {},
+  RATE?: number,
 ) {
   return withBenchDatabase(storage, (database) =>
-    ingestOn(database, storage.keep === true, DEVICES, CONNECTIONS, SECONDS, ROUNDS),
+    ingestOn(database, storage.keep === true, DEVICES, CONNECTIONS, SECONDS, ROUNDS, RATE),
   );
 }
 
@@ -70,6 +73,7 @@ function createRounds(
   targets: Record<Side, { origin: string; pid: number }>,
   connections: number,
   requests: ReturnType<typeof ingestRequests>,
+  rate: number | undefined,
 ) {
   /** CPU seconds the server and the generator used during each side's measured rounds. */
   const zero = () => ({ server: 0, generator: 0 });
@@ -83,6 +87,7 @@ function createRounds(
       connections,
       durationMs: ms,
       requests: which === 'platform' ? requests.platformRequest : requests.bareRequest,
+      ...(rate ? { rate } : {}),
     });
     const serverAfter = sampleProcess(target.pid);
     const generator = process.cpuUsage(generatorBefore);
@@ -123,6 +128,7 @@ async function ingestOn(
   CONNECTIONS: number,
   SECONDS: number,
   ROUNDS: number,
+  RATE: number | undefined,
 ) {
   const platform = await startBenchPlatform([], { database: database.choice, keep });
   let bare: BareServer | undefined;
@@ -137,7 +143,7 @@ async function ingestOn(
       bare: { origin: bare.origin, pid: bare.pid },
       fastify: { origin: fastify.origin, pid: fastify.pid },
     };
-    const rounder = createRounds(targets, CONNECTIONS, requests);
+    const rounder = createRounds(targets, CONNECTIONS, requests, RATE);
     const { warm, rounds, steal } = await measureRounds(rounder, SECONDS, ROUNDS);
     const onPlatform = summarizeLoad(rounds.platform);
     const onBare = summarizeLoad(rounds.bare);
@@ -161,6 +167,8 @@ async function ingestOn(
       connections: CONNECTIONS,
       seconds: SECONDS,
       rounds: ROUNDS,
+      /** Requests per second the generator held each side to (null: as fast as each answered). */
+      rate: RATE ?? null,
       platform: onPlatform,
       bare_https: onBare,
       bare_fastify: onFastify,
@@ -212,19 +220,25 @@ async function ingestOn(
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values, texts, flags } = benchArgsOrExit({
-    usage: `Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5]
-  authenticated telemetry POSTs at full speed, platform against bare node:https and bare Fastify, in rotating rounds`,
+    usage: `Usage: npm run bench:ingest [-- --devices 2000 --connections 64 --seconds 15 --rounds 5 --rate N]
+  authenticated telemetry POSTs at full speed (or --rate requests/s), platform against bare node:https and bare
+  Fastify, in rotating rounds`,
     options: {
       devices: { default: 2000, integer: true, help: 'chargers sending (none over its own rate limit)' },
       connections: { default: 64, integer: true, help: 'keep-alive connections of the load generator' },
       seconds: { default: 15, help: 'seconds of load for each side, split over the rounds' },
       rounds: { default: 5, integer: true, help: 'rotating rounds' },
+      rate: {
+        default: 0,
+        integer: true,
+        help: 'hold every side to this many requests/s (0: full speed): CPU per request at a fleet-like load',
+      },
     },
     texts: { database: DATABASE_OPTION },
     flags: { keep: { help: 'keep the data directory (and the PostgreSQL database) to look at afterwards' } },
   });
-  const { devices, connections, seconds, rounds } = values;
+  const { devices, connections, seconds, rounds, rate } = values;
   const storage = { database: texts.database, keep: flags.keep };
-  const figures = await measureIngest(devices, connections, seconds, rounds, storage);
+  const figures = await measureIngest(devices, connections, seconds, rounds, storage, rate || undefined);
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 }

@@ -41,6 +41,8 @@ export function runLoad(opts: {
   connections: number;
   durationMs: number;
   requests: Request | ((request: Request) => Request);
+  /** Requests per second over all connections; unset: as fast as the server answers. */
+  rate?: number;
 }): Promise<LoadRound> {
   const latencies: number[] = [];
   const statusCounts: Record<string, number> = {};
@@ -53,6 +55,7 @@ export function runLoad(opts: {
         connections: opts.connections,
         pipelining: 1,
         duration: opts.durationMs / 1000,
+        ...(opts.rate ? { overallRate: opts.rate } : {}),
         ...(typeof requests === 'function'
           ? {
               requests: [
