@@ -66,6 +66,72 @@ export function encodeBlock(samples: readonly BlockSample[]): Buffer {
 }
 
 /**
+ * A block's quarter-hour summary, stored beside it so that a read at 15-minute resolution need not decode it:
+ * for each quarter of the block's hour, 15 float64 (little-endian): samples, the last sample's time, its state
+ * (index into STATES), then each measurement's sum and then each one's count (MEASUREMENTS order). A quarter
+ * without samples is all zeros. Sums add the values in time order from zero, exactly as a read that walks the
+ * decoded block does, so the averages read back are the same numbers.
+ */
+export const SUMMARY_BUCKET_MS = 900_000;
+export const SUMMARY_QUARTERS = 4;
+const SUMMARY_FIELDS = 3 + 2 * MEASUREMENTS.length;
+
+export function encodeSummary(samples: readonly BlockSample[], blockStartMs: number): Buffer {
+  const out = new Float64Array(SUMMARY_QUARTERS * SUMMARY_FIELDS);
+  for (const s of samples) {
+    const q = Math.floor((s.ts_ms - blockStartMs) / SUMMARY_BUCKET_MS);
+    if (q < 0 || q >= SUMMARY_QUARTERS) throw new Error('telemetry block: a sample outside its hour');
+    const at = q * SUMMARY_FIELDS;
+    out[at] = (out[at] as number) + 1;
+    // Samples come in time order: the last one seen is the quarter's last.
+    out[at + 1] = s.ts_ms;
+    out[at + 2] = STATES.indexOf(s.state as (typeof STATES)[number]);
+    MEASUREMENTS.forEach((m, k) => {
+      const v = s[m];
+      if (v === null) return;
+      out[at + 3 + k] = (out[at + 3 + k] as number) + v;
+      out[at + 3 + MEASUREMENTS.length + k] = (out[at + 3 + MEASUREMENTS.length + k] as number) + 1;
+    });
+  }
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}
+
+/** One quarter of a summary: what a 15-minute bucket takes from the block. */
+export interface SummaryQuarter {
+  samples: number;
+  lastMs: number;
+  /** Index into STATES. */
+  state: number;
+  sums: number[];
+  counts: number[];
+}
+
+/** The quarters of a stored summary (undefined for a quarter without samples). */
+export function decodeSummary(summary: Uint8Array): Array<SummaryQuarter | undefined> {
+  if (summary.byteLength !== SUMMARY_QUARTERS * SUMMARY_FIELDS * 8)
+    throw new Error('telemetry block: corrupt summary');
+  const view = new DataView(summary.buffer, summary.byteOffset, summary.byteLength);
+  const field = (q: number, f: number) => view.getFloat64((q * SUMMARY_FIELDS + f) * 8, true);
+  const quarters: Array<SummaryQuarter | undefined> = [];
+  for (let q = 0; q < SUMMARY_QUARTERS; q++) {
+    const samples = field(q, 0);
+    if (samples === 0) {
+      quarters.push(undefined);
+      continue;
+    }
+    const n = MEASUREMENTS.length;
+    quarters.push({
+      samples,
+      lastMs: field(q, 1),
+      state: field(q, 2),
+      sums: MEASUREMENTS.map((_, k) => field(q, 3 + k)),
+      counts: MEASUREMENTS.map((_, k) => field(q, 3 + n + k)),
+    });
+  }
+  return quarters;
+}
+
+/**
  * A block's samples as columns, in time order: what reads that average or filter walk without making an
  * object per sample. A measurement a sample did not have is NaN.
  */

@@ -1,4 +1,4 @@
-import type { BlockColumns, BlockSample } from './telemetry-block.js';
+import type { BlockColumns, BlockSample, SummaryQuarter } from './telemetry-block.js';
 import type { CompactableRow } from './telemetry-compaction.js';
 import type { TelemetryHistoryRead, TelemetryHistoryRow } from './telemetry-history-repository.js';
 
@@ -228,19 +228,30 @@ export interface FetchedBlock {
   connector_id: number;
   start_ms: number;
   data: Uint8Array;
+  /** Its quarter-hour summary (`telemetry-block.ts`); null for a block compacted before summaries existed. */
+  summary?: Uint8Array | null;
 }
 
 /** What a read needs of the block codec (`telemetry-block.ts`), handed in: this file loads no code. */
 export interface BlockCodec {
   STATES: readonly string[];
+  SUMMARY_BUCKET_MS: number;
   decodeColumns(block: Uint8Array): BlockColumns;
   sampleAt(c: BlockColumns, i: number): BlockSample;
+  decodeSummary(summary: Uint8Array): Array<SummaryQuarter | undefined>;
+}
+
+/** The read's blocks: those it must decode, and those a 15-minute read takes from their summaries. */
+export interface BlockPlan {
+  decode: FetchedBlock[];
+  summarized: FetchedBlock[];
 }
 
 /**
  * The items of `read` from blocks and the recent table's rows. Raw pages (a few blocks) go through
  * `historyFromSamples`; averaged ones walk the blocks' columns without an object per sample (a week is some
- * 240,000 samples), a recent row that repeats a block's sample left out (the block's counts).
+ * 240,000 samples), a recent row that repeats a block's sample left out (the block's counts); at 15 minutes,
+ * most blocks are not decoded at all (`planBlocks`).
  */
 export function historyFromBlocks(
   fetched: readonly FetchedBlock[],
@@ -248,26 +259,49 @@ export function historyFromBlocks(
   read: TelemetryHistoryRead,
   codec: BlockCodec,
 ): TelemetryHistoryRow[] {
-  const blocks = blocksOfRead(fetched, read);
-  const columns = blocks.map((b) => codec.decodeColumns(b.data));
-  return historyFromColumns(blocks, columns, recent, read, codec);
+  const plan = planBlocks(fetched, recent, read, codec);
+  const columns = plan.decode.map((b) => codec.decodeColumns(b.data));
+  return historyFromColumns(plan, columns, recent, read, codec);
 }
 
-/** The fetched blocks `read` needs (its connector's, when it names one). */
-export function blocksOfRead(fetched: readonly FetchedBlock[], read: TelemetryHistoryRead): FetchedBlock[] {
-  return read.connectorId === undefined
-    ? [...fetched]
-    : fetched.filter((b) => b.connector_id === read.connectorId);
+/**
+ * Which of the fetched blocks `read` needs (its connector's, when it names one), and which of them a 15-minute
+ * read may take from their summaries: every one that has a summary, unless a recent row lies in its hour (a late
+ * sample to merge, or a repeat to leave out, needs the block's own times) — and only when the read's bounds are
+ * whole quarters, so that each bucket is in the read or out of it entirely.
+ */
+export function planBlocks(
+  fetched: readonly FetchedBlock[],
+  recent: readonly CompactableRow[],
+  read: TelemetryHistoryRead,
+  codec: Pick<BlockCodec, 'SUMMARY_BUCKET_MS'>,
+): BlockPlan {
+  const blocks =
+    read.connectorId === undefined
+      ? [...fetched]
+      : fetched.filter((b) => b.connector_id === read.connectorId);
+  const quarter = codec.SUMMARY_BUCKET_MS;
+  const start = readStart(read);
+  if (read.bucketMs !== quarter || start.tsMs % quarter !== 0 || read.endMs % quarter !== 0)
+    return { decode: blocks, summarized: [] };
+  const hoursWithRecent = new Set(recent.map((r) => `${r.connector_id}|${r.ts_ms - (r.ts_ms % BLOCK_MS)}`));
+  const plan: BlockPlan = { decode: [], summarized: [] };
+  for (const b of blocks) {
+    const summarized = b.summary && !hoursWithRecent.has(`${b.connector_id}|${b.start_ms}`);
+    (summarized ? plan.summarized : plan.decode).push(b);
+  }
+  return plan;
 }
 
-/** `historyFromBlocks` once the blocks are decoded (`columns[k]` is `blocks[k]`'s). */
+/** `historyFromBlocks` once the blocks to decode are decoded (`columns[k]` is `plan.decode[k]`'s). */
 export function historyFromColumns(
-  blocks: readonly FetchedBlock[],
+  plan: BlockPlan,
   columns: readonly BlockColumns[],
   recent: readonly CompactableRow[],
   read: TelemetryHistoryRead,
-  codec: Pick<BlockCodec, 'STATES' | 'sampleAt'>,
+  codec: Pick<BlockCodec, 'STATES' | 'sampleAt' | 'decodeSummary' | 'SUMMARY_BUCKET_MS'>,
 ): TelemetryHistoryRow[] {
+  const blocks = plan.decode;
   if (read.bucketMs === undefined) {
     const samples: CompactableRow[] = [];
     blocks.forEach((b, k) => {
@@ -284,6 +318,13 @@ export function historyFromColumns(
     held.set(`${block.connector_id}|${block.start_ms}`, cols.ts);
     addColumns(buckets, cols, block.connector_id, codec.STATES);
   });
+  for (const block of plan.summarized) {
+    const quarters = codec.decodeSummary(block.summary as Uint8Array);
+    quarters.forEach((q, i) => {
+      const b = q && buckets.at(block.start_ms + i * codec.SUMMARY_BUCKET_MS, block.connector_id);
+      if (q && b) addQuarter(b, q, codec.STATES);
+    });
+  }
   for (const r of recent) {
     if (read.connectorId !== undefined && r.connector_id !== read.connectorId) continue;
     const times = held.get(`${r.connector_id}|${r.ts_ms - (r.ts_ms % BLOCK_MS)}`);
@@ -296,6 +337,19 @@ export function historyFromColumns(
     .sort((a, b) => a.ts_ms - b.ts_ms || a.connector_id - b.connector_id)
     .slice(0, read.limit)
     .map(bucketRow);
+}
+
+/** A summary's quarter into its bucket: what walking the quarter's samples would add, the same numbers. */
+function addQuarter(b: Bucket, q: SummaryQuarter, states: readonly string[]): void {
+  b.samples += q.samples;
+  if (q.lastMs > b.lastMs) {
+    b.lastMs = q.lastMs;
+    b.state = states[q.state] as string;
+  }
+  for (let m = 0; m < q.sums.length; m++) {
+    b.sums[m] = (b.sums[m] as number) + (q.sums[m] as number);
+    b.counts[m] = (b.counts[m] as number) + (q.counts[m] as number);
+  }
 }
 
 /** The buckets of an averaged read, by start and connector; none outside the read or before its cursor. */

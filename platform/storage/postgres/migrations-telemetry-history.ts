@@ -19,4 +19,6 @@ export const PG_TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   ALTER TABLE telemetry_blocks ALTER COLUMN data SET STORAGE EXTERNAL;
   CREATE INDEX telemetry_blocks_by_start ON telemetry_blocks(start_ms);
   `,
+  // 13: each block's quarter-hour summary, as SQLite's migration 16 (a 15-minute read need not decode the block).
+  `ALTER TABLE telemetry_blocks ADD COLUMN summary BYTEA;`,
 ];

@@ -1,6 +1,12 @@
 import type { TelemetryRecord } from '../../../shared/index.js';
 import { RETENTION_BATCH } from '../retention-policy.js';
-import { type BlockSample, decodeBlock, encodeBlock, mergeSamples } from '../telemetry-block.js';
+import {
+  type BlockSample,
+  decodeBlock,
+  encodeBlock,
+  encodeSummary,
+  mergeSamples,
+} from '../telemetry-block.js';
 import {
   BLOCK_MS,
   blockStart,
@@ -86,10 +92,11 @@ export function createPgTelemetryBlocks(
         );
         const samples = stored ? mergeSamples(decodeBlock(stored.data), g.samples) : g.samples;
         await sql.query(
-          `INSERT INTO telemetry_blocks (device_id, connector_id, start_ms, first_ms, last_ms, samples, data)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)
+          `INSERT INTO telemetry_blocks (device_id, connector_id, start_ms, first_ms, last_ms, samples, data, summary)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
            ON CONFLICT (device_id, connector_id, start_ms) DO UPDATE SET first_ms = excluded.first_ms,
-             last_ms = excluded.last_ms, samples = excluded.samples, data = excluded.data`,
+             last_ms = excluded.last_ms, samples = excluded.samples, data = excluded.data,
+             summary = excluded.summary`,
           [
             deviceId,
             g.connectorId,
@@ -98,6 +105,7 @@ export function createPgTelemetryBlocks(
             (samples.at(-1) as BlockSample).ts_ms,
             samples.length,
             encodeBlock(samples),
+            encodeSummary(samples, g.startMs),
           ],
         );
       }

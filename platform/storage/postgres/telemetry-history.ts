@@ -3,10 +3,10 @@ import type { TelemetryHistoryRead, TelemetryHistoryRepository } from '../store.
 import * as blockCodec from '../telemetry-block.js';
 import { BLOCK_MS, type CompactableRow } from '../telemetry-compaction.js';
 import {
-  blocksOfRead,
   type FetchedBlock,
   historyFromColumns,
   MEASUREMENT_COLUMNS,
+  planBlocks,
   type RawHistoryRow,
   rawPageEnd,
   readStart,
@@ -59,7 +59,7 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
       untilMs = rawPageEnd(counts, fromMs, read);
     }
     const blocks = await db.query<FetchedBlock>(
-      `SELECT connector_id, start_ms, data FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
+      `SELECT connector_id, start_ms, data, summary FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
        ORDER BY start_ms, connector_id`,
       [...args, untilMs],
     );
@@ -85,9 +85,10 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
       const compacted = await fetchBlocks(read, start.tsMs);
       if (compacted.blocks.length > 0) {
         const page = { ...read, endMs: compacted.untilMs };
-        const blocks = blocksOfRead(compacted.blocks, page);
-        const columns = await decodeYielding(blocks);
-        return historyFromColumns(blocks, columns, await recentSamples(page, start.tsMs), page, blockCodec);
+        const recent = await recentSamples(page, start.tsMs);
+        const plan = planBlocks(compacted.blocks, recent, page, blockCodec);
+        const columns = await decodeYielding(plan.decode);
+        return historyFromColumns(plan, columns, recent, page, blockCodec);
       }
       const args: unknown[] = [read.deviceId, start.tsMs, read.endMs, start.connectorId, read.limit];
       const connector =

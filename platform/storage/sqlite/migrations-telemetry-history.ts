@@ -20,4 +20,8 @@ export const TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX telemetry_blocks_by_start ON telemetry_blocks(start_ms);
   `,
+  // 16: each block's quarter-hour summary (storage/telemetry-block.ts encodeSummary), written by compaction;
+  // a 15-minute read takes a block's buckets from it without decoding the block. Blocks compacted before have
+  // none (NULL) and are decoded, as before.
+  `ALTER TABLE telemetry_blocks ADD COLUMN summary BLOB;`,
 ];

@@ -1,6 +1,12 @@
 import type Database from 'better-sqlite3';
 import { RETENTION_BATCH } from '../retention-policy.js';
-import { type BlockSample, decodeBlock, encodeBlock, mergeSamples } from '../telemetry-block.js';
+import {
+  type BlockSample,
+  decodeBlock,
+  encodeBlock,
+  encodeSummary,
+  mergeSamples,
+} from '../telemetry-block.js';
 import {
   BLOCK_MS,
   blockStart,
@@ -64,10 +70,10 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
       .prepare('SELECT data FROM telemetry_blocks WHERE device_id = ? AND connector_id = ? AND start_ms = ?')
       .pluck(),
     putBlock: db.prepare(
-      `INSERT INTO telemetry_blocks (device_id, connector_id, start_ms, first_ms, last_ms, samples, data)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO telemetry_blocks (device_id, connector_id, start_ms, first_ms, last_ms, samples, data, summary)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (device_id, connector_id, start_ms) DO UPDATE SET first_ms = excluded.first_ms,
-         last_ms = excluded.last_ms, samples = excluded.samples, data = excluded.data`,
+         last_ms = excluded.last_ms, samples = excluded.samples, data = excluded.data, summary = excluded.summary`,
     ),
     blocksIn: db
       .prepare(
@@ -112,6 +118,7 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
         last.ts_ms,
         samples.length,
         encodeBlock(samples),
+        encodeSummary(samples, g.startMs),
       );
       cache.delete(key(deviceId, g.connectorId, g.startMs));
     }
