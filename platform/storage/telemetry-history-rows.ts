@@ -230,6 +230,8 @@ export interface FetchedBlock {
   data: Uint8Array;
   /** Its quarter-hour summary (`telemetry-block.ts`); null for a block compacted before summaries existed. */
   summary?: Uint8Array | null;
+  /** How many samples it holds (the stored count a summary must agree with). */
+  samples?: number;
 }
 
 /** What a read needs of the block codec (`telemetry-block.ts`), handed in: this file loads no code. */
@@ -244,7 +246,7 @@ export interface BlockCodec {
 /** The read's blocks: those it must decode, and those a 15-minute read takes from their summaries. */
 export interface BlockPlan {
   decode: FetchedBlock[];
-  summarized: FetchedBlock[];
+  summarized: Array<{ block: FetchedBlock; quarters: Array<SummaryQuarter | undefined> }>;
 }
 
 /**
@@ -266,15 +268,17 @@ export function historyFromBlocks(
 
 /**
  * Which of the fetched blocks `read` needs (its connector's, when it names one), and which of them a 15-minute
- * read may take from their summaries: every one that has a summary, unless a recent row lies in its hour (a late
- * sample to merge, or a repeat to leave out, needs the block's own times) — and only when the read's bounds are
- * whole quarters, so that each bucket is in the read or out of it entirely.
+ * read may take from their summaries: every one that has a summary counting the block's samples, unless a
+ * recent row lies in its hour (a late sample to merge, or a repeat to leave out, needs the block's own times) —
+ * and only when the read's bounds are whole quarters, so that each bucket is in the read or out of it entirely.
+ * (A summary that does not count the block's samples is stale: an earlier release merged samples into the block
+ * without rewriting it.)
  */
 export function planBlocks(
   fetched: readonly FetchedBlock[],
   recent: readonly CompactableRow[],
   read: TelemetryHistoryRead,
-  codec: Pick<BlockCodec, 'SUMMARY_BUCKET_MS'>,
+  codec: Pick<BlockCodec, 'SUMMARY_BUCKET_MS' | 'decodeSummary'>,
 ): BlockPlan {
   const blocks =
     read.connectorId === undefined
@@ -287,8 +291,13 @@ export function planBlocks(
   const hoursWithRecent = new Set(recent.map((r) => `${r.connector_id}|${r.ts_ms - (r.ts_ms % BLOCK_MS)}`));
   const plan: BlockPlan = { decode: [], summarized: [] };
   for (const b of blocks) {
-    const summarized = b.summary && !hoursWithRecent.has(`${b.connector_id}|${b.start_ms}`);
-    (summarized ? plan.summarized : plan.decode).push(b);
+    const quarters =
+      b.summary && !hoursWithRecent.has(`${b.connector_id}|${b.start_ms}`)
+        ? codec.decodeSummary(b.summary)
+        : [];
+    if (quarters.reduce((n, q) => n + (q?.samples ?? 0), 0) === b.samples)
+      plan.summarized.push({ block: b, quarters });
+    else plan.decode.push(b);
   }
   return plan;
 }
@@ -299,7 +308,7 @@ export function historyFromColumns(
   columns: readonly BlockColumns[],
   recent: readonly CompactableRow[],
   read: TelemetryHistoryRead,
-  codec: Pick<BlockCodec, 'STATES' | 'sampleAt' | 'decodeSummary' | 'SUMMARY_BUCKET_MS'>,
+  codec: Pick<BlockCodec, 'STATES' | 'sampleAt' | 'SUMMARY_BUCKET_MS'>,
 ): TelemetryHistoryRow[] {
   const blocks = plan.decode;
   if (read.bucketMs === undefined) {
@@ -318,8 +327,7 @@ export function historyFromColumns(
     held.set(`${block.connector_id}|${block.start_ms}`, cols.ts);
     addColumns(buckets, cols, block.connector_id, codec.STATES);
   });
-  for (const block of plan.summarized) {
-    const quarters = codec.decodeSummary(block.summary as Uint8Array);
+  for (const { block, quarters } of plan.summarized) {
     quarters.forEach((q, i) => {
       const b = q && buckets.at(block.start_ms + i * codec.SUMMARY_BUCKET_MS, block.connector_id);
       if (q && b) addQuarter(b, q, codec.STATES);

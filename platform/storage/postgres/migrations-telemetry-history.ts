@@ -20,5 +20,9 @@ export const PG_TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   CREATE INDEX telemetry_blocks_by_start ON telemetry_blocks(start_ms);
   `,
   // 13: each block's quarter-hour summary, as SQLite's migration 16 (a 15-minute read need not decode the block).
-  `ALTER TABLE telemetry_blocks ADD COLUMN summary BYTEA;`,
+  // The compaction pass gives older blocks theirs in the background, found by a partial index.
+  `
+  ALTER TABLE telemetry_blocks ADD COLUMN summary BYTEA;
+  CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;
+  `,
 ];

@@ -43,6 +43,9 @@ export interface PgTelemetryBlocks {
   pruneBefore(sql: Sql, beforeMs: number): Promise<{ deleted: number; samples: number; newestMs: number }>;
 }
 
+/** Old blocks given their summary per round trip batch: a few milliseconds of decoding. */
+const SUMMARY_BATCH = 50;
+
 export function createPgTelemetryBlocks(
   db: PgDatabase,
   now: () => number,
@@ -144,7 +147,26 @@ export function createPgTelemetryBlocks(
       after = ids.at(-1) as string;
     }
     await truncateCompactedDays(horizonMs);
+    while ((await summarizeSome()) === SUMMARY_BATCH);
     return moved;
+  };
+  /**
+   * Gives blocks compacted before summaries existed theirs, a batch at a time (found by a partial index). Another
+   * instance doing the same writes the same bytes.
+   */
+  const summarizeSome = async (): Promise<number> => {
+    const rows = await db.query<{ device_id: string; connector_id: number; start_ms: number; data: Buffer }>(
+      `SELECT device_id, connector_id, start_ms, data FROM telemetry_blocks WHERE summary IS NULL
+       ORDER BY start_ms LIMIT $1`,
+      [SUMMARY_BATCH],
+    );
+    for (const r of rows)
+      await db.query(
+        `UPDATE telemetry_blocks SET summary = $4
+         WHERE device_id = $1 AND connector_id = $2 AND start_ms = $3 AND summary IS NULL`,
+        [r.device_id, r.connector_id, r.start_ms, encodeSummary(decodeBlock(r.data), r.start_ms)],
+      );
+    return rows.length;
   };
 
   return {

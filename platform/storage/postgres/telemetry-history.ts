@@ -59,7 +59,7 @@ export function createPgTelemetryHistory(db: PgDatabase): TelemetryHistoryReposi
       untilMs = rawPageEnd(counts, fromMs, read);
     }
     const blocks = await db.query<FetchedBlock>(
-      `SELECT connector_id, start_ms, data, summary FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
+      `SELECT connector_id, start_ms, data, summary, samples FROM telemetry_blocks WHERE ${where} AND start_ms < $${args.length + 1}
        ORDER BY start_ms, connector_id`,
       [...args, untilMs],
     );

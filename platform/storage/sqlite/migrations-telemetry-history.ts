@@ -21,7 +21,12 @@ export const TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   CREATE INDEX telemetry_blocks_by_start ON telemetry_blocks(start_ms);
   `,
   // 16: each block's quarter-hour summary (storage/telemetry-block.ts encodeSummary), written by compaction;
-  // a 15-minute read takes a block's buckets from it without decoding the block. Blocks compacted before have
-  // none (NULL) and are decoded, as before.
-  `ALTER TABLE telemetry_blocks ADD COLUMN summary BLOB;`,
+  // a 15-minute read takes a block's buckets from it without decoding the block. Until a block compacted before
+  // has one (NULL), it is decoded, as before.
+  // The compaction pass gives older blocks theirs in the background; the partial index finds them (and stays
+  // empty once they have, since new blocks come with one).
+  `
+  ALTER TABLE telemetry_blocks ADD COLUMN summary BLOB;
+  CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;
+  `,
 ];

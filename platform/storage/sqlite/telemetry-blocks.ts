@@ -50,6 +50,8 @@ interface Deps {
 
 /** Decoded blocks kept for duplicate checks: a replayed outbox asks about the same few blocks again and again. */
 const CACHED_BLOCKS = 64;
+/** Old blocks given their summary per write: a few milliseconds of decoding. */
+const SUMMARY_BATCH = 50;
 
 export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): SqliteTelemetryBlocks {
   const stmt = {
@@ -87,6 +89,11 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
       )
       .pluck(),
     oldBlocks: db.prepare('SELECT rowid, last_ms, samples FROM telemetry_blocks WHERE start_ms < ? LIMIT ?'),
+    unsummarized: db.prepare(
+      `SELECT rowid, start_ms, data FROM telemetry_blocks INDEXED BY telemetry_blocks_unsummarized
+       WHERE summary IS NULL LIMIT ?`,
+    ),
+    setSummary: db.prepare('UPDATE telemetry_blocks SET summary = ? WHERE rowid = ?'),
     deleteBlock: db.prepare('DELETE FROM telemetry_blocks WHERE rowid = ?'),
   };
 
@@ -138,9 +145,21 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
         if (stmt.firstCompactable.get(id, horizonMs, upToId) === null) continue;
         for (let n = 1; n > 0; moved += n) n = await deps.write(() => compactHour(id, horizonMs, upToId));
       }
-      if (ids.length < 100) return moved;
+      if (ids.length < 100) break;
       after = ids.at(-1) as string;
     }
+    while ((await deps.write(summarizeSome)) === SUMMARY_BATCH);
+    return moved;
+  };
+  /** Gives blocks compacted before summaries existed theirs, a batch per write (their index is partial). */
+  const summarizeSome = (): number => {
+    const rows = stmt.unsummarized.all(SUMMARY_BATCH) as Array<{
+      rowid: number;
+      start_ms: number;
+      data: Buffer;
+    }>;
+    for (const r of rows) stmt.setSummary.run(encodeSummary(decodeBlock(r.data), r.start_ms), r.rowid);
+    return rows.length;
   };
 
   return {

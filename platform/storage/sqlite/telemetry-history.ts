@@ -83,7 +83,7 @@ function historyStatements(read: TelemetryHistoryRead): HistoryStatements {
         }
       : {}),
     blocks: {
-      sql: `SELECT connector_id, start_ms, data, summary FROM telemetry_blocks WHERE ${blocksWhere} AND start_ms < @until
+      sql: `SELECT connector_id, start_ms, data, summary, samples FROM telemetry_blocks WHERE ${blocksWhere} AND start_ms < @until
             ORDER BY start_ms, connector_id`,
       params,
     },

@@ -370,6 +370,7 @@ describe('15-minute reads from block summaries (planBlocks, encodeSummary)', () 
         start_ms: H + h * 3_600_000,
         data: encodeBlock(samples),
         summary: encodeSummary(samples, H + h * 3_600_000),
+        samples: samples.length,
       };
     }),
   );
@@ -421,6 +422,12 @@ describe('15-minute reads from block summaries (planBlocks, encodeSummary)', () 
     [
       'a block compacted before summaries (none stored)',
       day.map((b, i) => (i === 3 ? { ...b, summary: null } : b)),
+      read,
+      1,
+    ],
+    [
+      'a summary that does not count the block (merged into by an earlier release)',
+      day.map((b, i) => (i === 7 ? { ...b, samples: b.samples + 1 } : b)),
       read,
       1,
     ],
