@@ -115,11 +115,13 @@ describe.each(BACKENDS)('telemetry compaction (%s)', (backend) => {
     if (backend === 'sqlite') {
       const db = new Database(join(t.dataDir, DATABASE_FILE));
       db.pragma('busy_timeout = 5000');
-      const n = statement.startsWith('SELECT')
-        ? (db.prepare(statement).get() as { n: number }).n
-        : (db.prepare(statement).run(), undefined);
-      db.close();
-      return n;
+      try {
+        if (statement.startsWith('SELECT')) return (db.prepare(statement).get() as { n: number }).n;
+        db.prepare(statement).run();
+        return undefined;
+      } finally {
+        db.close();
+      }
     }
     const client = new pg.Client({ connectionString: t.databaseUrl });
     await client.connect();
