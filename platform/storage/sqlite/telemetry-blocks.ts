@@ -148,7 +148,8 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
       if (ids.length < 100) break;
       after = ids.at(-1) as string;
     }
-    while ((await deps.write(summarizeSome)) === SUMMARY_BATCH);
+    // A read first: once every block has its summary, a pass costs no write for them.
+    while (stmt.unsummarized.get(1) !== undefined && (await deps.write(summarizeSome)) > 0);
     return moved;
   };
   /** Gives blocks compacted before summaries existed theirs, a batch per write (their index is partial). */
