@@ -20,9 +20,7 @@ export const PG_TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   CREATE INDEX telemetry_blocks_by_start ON telemetry_blocks(start_ms);
   `,
   // 13: each block's quarter-hour summary, as SQLite's migration 16 (a 15-minute read need not decode the block).
-  // The compaction pass gives older blocks theirs in the background, found by a partial index.
-  `
-  ALTER TABLE telemetry_blocks ADD COLUMN summary BYTEA;
-  CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;
-  `,
+  `ALTER TABLE telemetry_blocks ADD COLUMN summary BYTEA;`,
+  // 14: the partial index by which the compaction pass finds older blocks without a summary (SQLite's 17).
+  `CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;`,
 ];

@@ -23,10 +23,8 @@ export const TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   // 16: each block's quarter-hour summary (storage/telemetry-block.ts encodeSummary), written by compaction;
   // a 15-minute read takes a block's buckets from it without decoding the block. Until a block compacted before
   // has one (NULL), it is decoded, as before.
-  // The compaction pass gives older blocks theirs in the background; the partial index finds them (and stays
-  // empty once they have, since new blocks come with one).
-  `
-  ALTER TABLE telemetry_blocks ADD COLUMN summary BLOB;
-  CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;
-  `,
+  `ALTER TABLE telemetry_blocks ADD COLUMN summary BLOB;`,
+  // 17: the compaction pass gives older blocks their summary in the background; this partial index finds them
+  // (and stays empty once they have one, since new blocks come with theirs).
+  `CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;`,
 ];
