@@ -390,7 +390,6 @@ interface Reader {
   byte(): number;
   take(n: number): Uint8Array;
   uvarint(): number;
-  varint(): number;
   /**
    * `n` zigzag varints (the hot loop of a block, with the position in a local), in an array shared by every
    * call: valid until the next.
@@ -437,10 +436,6 @@ function createReader(buf: Buffer): Reader {
       return out;
     },
     uvarint,
-    varint() {
-      const z = uvarint();
-      return z % 2 === 1 ? -(z + 1) / 2 : z / 2;
-    },
     zigzags(n) {
       if (scratch.length < n) scratch = new Float64Array(Math.max(n, 2 * scratch.length));
       const out = scratch;
