@@ -95,6 +95,8 @@ export function startSandboxFleet(opts: SandboxFleetOptions): SandboxFleet {
       ...(opts.updateKey ? ['--update-key', opts.updateKey] : []),
       // Each charger keeps an A/B layout under its data directory: agent updates reach the sandbox's fleet.
       '--agent-releases',
+      // Each charger writes its own log files there too, as on hardware: its diagnostics archive holds them.
+      '--agent-logs',
     ],
     // stdout (the run's summary at the end) is of no use here; stderr carries warnings, forwarded line by line.
     { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, NO_COLOR: '1' } },

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { type AgentLogger, createAgentLogger } from '../../agent/logger.js';
 import { type AgentRuntime, startAgent } from '../../agent/runtime/agent-runtime.js';
 import { AGENT_VERSION } from '../../agent/version.js';
 import { createSeededRandom } from '../seeded-random.js';
@@ -11,6 +12,7 @@ import { createSimulatedHal, type SimulatedHal, type SimulatedTimers } from '../
 import type { AttestedConnections } from './attested-connections.js';
 import { type ChargerLink, type ChargerLinkState, createChargerLink } from './charger-link.js';
 import type { FleetConnections } from './fleet-connections.js';
+import { chargerLogForwarder } from './fleet-logger.js';
 import { type ChargerPlan, halOptionsFor, tirelessVehicle } from './fleet-mix.js';
 import type { FleetOptions, FleetSettings } from './fleet-options.js';
 import type { FleetStats } from './fleet-stats.js';
@@ -47,6 +49,8 @@ export interface ChargerState extends ChargerLinkState {
   /** A restart into another release under way (the agent asked for it, or its trial's deadline passed). */
   restarting?: Promise<void>;
   trialTimer?: NodeJS.Timeout;
+  /** The agent's own logger and log file (`--agent-logs`), one per run of the agent. */
+  agentLog?: AgentLogger;
 }
 
 /** How far the chargers of a run got. */
@@ -140,6 +144,25 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
     await runAgent(state);
   }
 
+  /**
+   * The fleet's logger, or with `--agent-logs` the agent's own as on hardware: its rotating file under the
+   * charger's data directory, its stderr handed to the fleet's logger.
+   */
+  async function chargerLogger(state: ChargerState): Promise<Logger> {
+    const { sn } = state.plan;
+    if (!settings.agentLogs) return settings.logLevel === 'silent' ? deps.logger : deps.logger.child({ sn });
+    state.agentLog = await createAgentLogger({
+      dataDir: chargerDataDir(state),
+      stderr: chargerLogForwarder(deps.logger, sn),
+    });
+    return state.agentLog.logger;
+  }
+
+  function closeLog(state: ChargerState): void {
+    state.agentLog?.close();
+    state.agentLog = undefined;
+  }
+
   const chargerDataDir = (state: ChargerState) => path.join(options.dataDir ?? 'memory', state.plan.sn);
 
   /** Starts the charger's agent (again, after a restart into another release). */
@@ -147,6 +170,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
     const { plan, link, hal, releases } = state;
     if (!link || !hal) return;
     const launch = await releases?.prepareStart();
+    const logger = await chargerLogger(state);
     let runtime: AgentRuntime;
     try {
       runtime = await startAgent({
@@ -157,7 +181,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
           updateKeys: settings.updateKeys,
         },
         hal,
-        logger: settings.logLevel === 'silent' ? deps.logger : deps.logger.child({ sn: plan.sn }),
+        logger,
         dispatcher: link.dispatcher,
         random: createSeededRandom(plan.seed ^ 0x5bd1e995),
         tuning: settings.tuning,
@@ -175,6 +199,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
       });
     } catch (error) {
       stats.error('start_failed', `${plan.sn}: ${(error as Error).message}`);
+      closeLog(state);
       await hal.close();
       return;
     }
@@ -203,6 +228,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
       await state.runtime?.stop().catch((error: unknown) => {
         stats.error('stop_failed', `${state.plan.sn}: ${(error as Error).message}`);
       });
+      closeLog(state);
       // A trial that committed meanwhile leaves nothing to decide (afterRun then starts it again).
       releases?.afterRun(version, how);
       if (!state.stopping) await runAgent(state);
@@ -219,6 +245,7 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
       await state.runtime?.stop().catch((error: unknown) => {
         stats.error('stop_failed', `${state.plan.sn}: ${(error as Error).message}`);
       });
+      closeLog(state);
     })();
     return state.stopping;
   }

@@ -52,6 +52,7 @@ interface FleetFlags {
   pace?: FleetPace;
   updateKey?: string[];
   agentReleases?: boolean;
+  agentLogs?: boolean;
 }
 
 function seconds(flag: string, value: string | undefined): number | undefined {
@@ -130,6 +131,7 @@ async function fleetCommand(flags: FleetFlags): Promise<number> {
     ...(flags.pace ? { pace: flags.pace } : {}),
     ...(flags.updateKey?.length ? { updateKeyFiles: flags.updateKey.map((f) => path.resolve(f)) } : {}),
     ...(flags.agentReleases ? { agentReleases: true } : {}),
+    ...(flags.agentLogs ? { agentLogs: true } : {}),
   };
   const fleet: FleetHandle =
     workers > 1 ? await runFleetInWorkers(options, workers) : await runFleet(options);
@@ -215,6 +217,10 @@ export function addFleetCommand(program: Command, onExit: (code: number) => void
     .option(
       '--agent-releases',
       'each charger takes agent updates: an A/B layout under --data-dir, the launcher simulated (docs/simulators.md)',
+    )
+    .option(
+      '--agent-logs',
+      "each charger also writes its own log files under --data-dir, as on hardware (its diagnostics archive's logs)",
     )
     .addOption(
       new Option(

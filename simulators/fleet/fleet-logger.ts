@@ -1,5 +1,8 @@
-/** The fleet's one logger for every agent, and the count of warn, error and fatal lines they logged. */
-import pino, { type DestinationStream, type Logger } from 'pino';
+/**
+ * The fleet's one logger for every agent, and the count of warn, error and fatal lines they logged; a charger that
+ * keeps its own log file hands its lines to it.
+ */
+import pino, { type DestinationStream, type Level, type Logger } from 'pino';
 import type { FleetLogLevel } from './fleet-options.js';
 
 export interface LogCounts {
@@ -40,4 +43,27 @@ export function createFleetLogger(
     },
     destination ?? pino.destination({ fd: 2, sync: true }),
   );
+}
+
+/**
+ * Where a charger that keeps its own log file (`--agent-logs`) sends its stderr: each line the fleet's logger
+ * would write (from its level up) is handed to it, with the charger's serial number, so that the fleet counts
+ * warnings and errors as for any charger and its stderr reads the same.
+ */
+export function chargerLogForwarder(fleet: Logger, sn: string): DestinationStream {
+  return {
+    write(line: string) {
+      const level = Number(/"level":(\d+)/.exec(line)?.[1]);
+      const label = fleet.levels.labels[level];
+      if (label === undefined || level < fleet.levelVal) return;
+      let record: Record<string, unknown>;
+      try {
+        record = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      const { level: _level, time: _time, name: _name, msg, ...fields } = record;
+      fleet[label as Level]({ ...fields, sn }, typeof msg === 'string' ? msg : '');
+    },
+  };
 }

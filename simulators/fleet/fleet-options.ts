@@ -85,6 +85,12 @@ export interface FleetOptions {
    * (`--agent-releases`, simulated-releases.ts); needs `dataDir`.
    */
   agentReleases?: boolean;
+  /**
+   * Each charger also writes its own log file, DATA_DIR/SN/logs/agent.log, as the agent does on hardware, at the
+   * agent's own level (info unless configured remotely): what its diagnostics archive holds (`--agent-logs`);
+   * needs `dataDir`.
+   */
+  agentLogs?: boolean;
   /** Simulated-HAL options for every charger (tests); win over the mix. */
   hal?: Partial<SimulatedHalOptions>;
   /**
@@ -153,6 +159,8 @@ export function checkOptions(options: FleetOptions): void {
   }
   if (options.agentReleases && options.dataDir === undefined)
     throw new FleetOptionsError('--agent-releases needs --data-dir (each charger keeps its releases there)');
+  if (options.agentLogs && options.dataDir === undefined)
+    throw new FleetOptionsError('--agent-logs needs --data-dir (each charger keeps its log files there)');
   if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0))
     throw new FleetOptionsError('--seed must be a whole number ≥ 0');
   share('--v2g-share', options.v2gShare, 0.2);
@@ -194,6 +202,7 @@ export interface FleetSettings {
   /** `updateKeyFiles`, read once. */
   updateKeys: KeyObject[];
   agentReleases: boolean;
+  agentLogs: boolean;
   logLevel: FleetLogLevel;
 }
 
@@ -230,6 +239,7 @@ export function resolveFleetSettings(options: FleetOptions): FleetSettings {
     },
     updateKeys: updateKeysOf(options.updateKeyFiles),
     agentReleases: options.agentReleases ?? false,
+    agentLogs: options.agentLogs ?? false,
     logLevel: options.logLevel ?? 'silent',
   };
 }

@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Agent, request as undiciRequest } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pollUntil, runCli, type ServeProcess, spawnServe, tempDirs } from '../helpers/cli.js';
 import { type HttpClient, httpClient, operatorToken } from '../helpers/platform.js';
@@ -275,6 +277,41 @@ describe('serve --env sandbox --sim-chargers 3', () => {
       500,
     );
     expect(device.body.data.status).toBe('online');
+  });
+
+  it("a simulated charger's diagnostics hold its own log lines, as on hardware (--agent-logs)", async () => {
+    const [charger] = simulated(await devices(http, token));
+    const asked = await http.post(`/v1/operator/devices/${charger!.device_id}/diagnostics`, {
+      token,
+      json: {},
+    });
+    expect(asked.status, asked.text).toBe(200);
+    const id = asked.body.data.diagnostics_id as string;
+    const done = await pollUntil(
+      () => http.get(`/v1/operator/diagnostics/${id}`, { token }),
+      (res) => ['available', 'failed'].includes(res.body?.data?.status),
+      15_000,
+      500,
+    );
+    expect(done.body.data.status, done.text).toBe('available');
+    // The archive is binary: read as bytes, not through the JSON client.
+    const dispatcher = new Agent({ connect: { ca: await readFile(first.certPath, 'utf8') } });
+    const content = await undiciRequest(`${first.url}/v1/operator/diagnostics/${id}/content`, {
+      headers: { authorization: `Bearer ${token}` },
+      dispatcher,
+    });
+    expect(content.statusCode).toBe(200);
+    const file = join(dir, 'diagnostics.tar.gz');
+    writeFileSync(file, Buffer.from(await content.body.arrayBuffer()));
+    await dispatcher.close();
+    const logs = execFileSync('tar', ['-xzOf', file, '--wildcards', '*/logs/agent.log'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { name: string; level: number; msg: string });
+    // The agent's own lines at its level (info): its start after the reset above, for one.
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs.every((l) => l.name === 'charger-agent' && l.level >= 30)).toBe(true);
+    expect(existsSync(join(dir, 'sim-chargers', charger!.sn, 'logs', 'agent.log'))).toBe(true);
   });
 
   it('SIGTERM stops the fleet first, exits 0 and leaves no process behind', async () => {
