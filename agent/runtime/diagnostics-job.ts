@@ -65,6 +65,7 @@ export function createDiagnosticsJobs(options: DiagnosticsJobsOptions): Diagnost
     if (existing) return { file, size: existing.size, sha256: await sha256Of(file) };
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     const { buildDiagnosticsArchive } = await import('../diagnostics/archive.js');
+    const { isAgentProcessAlive } = await import('../technician/read-store.js');
     const built = await buildDiagnosticsArchive({
       dataDir,
       store,
@@ -72,6 +73,8 @@ export function createDiagnosticsJobs(options: DiagnosticsJobsOptions): Diagnost
       now: clock.now(),
       outFile: file,
       maxBytes: params.max_bytes,
+      // This process is the agent the archive describes, running (a fleet's agents share one process).
+      isAlive: (pid) => pid === process.pid || isAgentProcessAlive(pid),
     });
     logger.info(
       { diagnostics_id: params.diagnostics_id, size: built.size, truncated: built.truncated },

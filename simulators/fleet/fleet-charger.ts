@@ -2,6 +2,7 @@
  * One simulated charger of the fleet: its state, its start (the simulated HAL, its link, the real agent) and
  * its graceful stop, and the read-only view the fleet hands out.
  */
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { type AgentLogger, createAgentLogger } from '../../agent/logger.js';
@@ -134,6 +135,8 @@ export function createChargerLifecycle(deps: ChargerLifecycleDeps): ChargerLifec
     state.hal = simulatedHalFor(plan, settings, deps.timers);
     if (settings.agentReleases) {
       const dataDir = chargerDataDir(state);
+      // The charger's directory is its store's, owner-only as the agent makes it (the releases come first).
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       state.releases = createChargerReleases({
         prefix: path.join(dataDir, 'releases'),
         dataDir,

@@ -312,6 +312,15 @@ describe('serve --env sandbox --sim-chargers 3', () => {
     expect(logs.length).toBeGreaterThan(0);
     expect(logs.every((l) => l.name === 'charger-agent' && l.level >= 30)).toBe(true);
     expect(existsSync(join(dir, 'sim-chargers', charger!.sn, 'logs', 'agent.log'))).toBe(true);
+    // The agent that built the archive says it runs, and its directory is owner-only as on hardware.
+    const diag = JSON.parse(
+      execFileSync('tar', ['-xzOf', file, '--wildcards', '*/diag.json'], { encoding: 'utf8' }),
+    );
+    const checks = new Map(
+      (diag.checks as Array<{ name: string; status: string }>).map((c) => [c.name, c.status]),
+    );
+    expect(checks.get('agent_process')).toBe('pass');
+    expect(checks.get('configuration')).toBe('pass');
   });
 
   it('SIGTERM stops the fleet first, exits 0 and leaves no process behind', async () => {
