@@ -382,7 +382,7 @@ function registerPlumbing(
     },
   });
   // Built once; `servers` names the origin the client asked (openapi.ts `serversFor`).
-  const openapi = openApiDocumentServer(routes);
+  const openapi = openApiDocumentServer(routes, opts.env);
   app.get('/v1/openapi.json', async (request, reply) =>
     reply.type('application/json').send(openapi(request.headers.host)),
   );

@@ -26,6 +26,19 @@ export const OperatorTokenRequest = z.object({
   scope: z.string().max(64).optional(),
 });
 export type OperatorTokenRequest = z.infer<typeof OperatorTokenRequest>;
+/**
+ * The token request's body as a client sends it: the credentials may come as HTTP Basic instead (RFC 6749
+ * §2.3.1), and the platform validates the two merged (`OperatorTokenRequest`).
+ */
+export const OperatorTokenRequestBody = z.object({
+  ...OperatorTokenRequest.shape,
+  client_id: OperatorTokenRequest.shape.client_id.optional().meta({
+    description: 'Required unless sent as HTTP Basic (clientBasic); when both are sent they must be the same',
+  }),
+  client_secret: OperatorTokenRequest.shape.client_secret.optional().meta({
+    description: 'Required unless sent as HTTP Basic (clientBasic)',
+  }),
+});
 /** Not enveloped (spec). */
 export const OperatorTokenResponse = z.object({
   access_token: z.string(),
@@ -129,6 +142,12 @@ export const FlexibilityRequest = z
         message: `required when target_type is ${r.target_type}`,
       });
     }
+  })
+  // What the union and the refinement mean, for the OpenAPI document (zod's JSON Schema carries neither).
+  .meta({
+    discriminator: { propertyName: 'command' },
+    if: { properties: { target_type: { enum: ['site', 'operator'] } }, required: ['target_type'] },
+    then: { required: ['target_ids'] },
   });
 export type FlexibilityRequest = z.infer<typeof FlexibilityRequest>;
 export const FlexibilityAccepted = z.object({
@@ -225,8 +244,13 @@ export const ENERGY_INTERVAL_MS = { '15m': 900_000, '1h': 3_600_000, '1d': 86_40
 export const ENERGY_MAX_BUCKETS = 3000;
 export const EnergyQuery = z
   .strictObject({
-    device_id: z.optional(Identifier),
-    site_id: z.optional(Identifier),
+    // The rules across parameters are the refinement's; OpenAPI states them only in words.
+    device_id: z
+      .optional(Identifier)
+      .meta({ description: 'One charger: give exactly one of device_id and site_id' }),
+    site_id: z
+      .optional(Identifier)
+      .meta({ description: 'One site: give exactly one of device_id and site_id' }),
     start_time: Timestamp,
     end_time: Timestamp,
     interval: EnergyInterval.default('1h'),

@@ -19,7 +19,10 @@ const READINESS_SCHEMA: JsonSchema = {
   additionalProperties: false,
 };
 
-/** Routes served outside the table (stream, health, this document and its reference page). */
+/**
+ * Routes served outside the table (stream, health, this document and its reference page). `GET /dashboard/`, a
+ * browser's redirect to `/dashboard`, is left out: it is no operation of the API.
+ */
 export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: JsonSchema }> = [
   {
     method: 'GET',
@@ -27,6 +30,7 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['operator'],
       summary: 'Live telemetry stream (WebSocket)',
+      operationId: 'openTelemetryStream',
       description:
         'Upgrade to WebSocket with the bearer token in Authorization (or `access_token` query parameter for ' +
         'browsers). Send `{"type":"subscribe","device_ids":[...]}` or `{"type":"subscribe","site_ids":[...]}`; ' +
@@ -71,6 +75,10 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['system'],
       summary: 'Liveness probe (not enveloped)',
+      operationId: 'getHealth',
+      description:
+        'Answers 200 while the process serves requests, whatever its storage or Redis: for a process ' +
+        'supervisor. Needs no credentials and has no rate limit.',
       responses: {
         '200': { description: 'Serving', content: { 'application/json': { schema: HEALTH_SCHEMA } } },
       },
@@ -82,6 +90,11 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['system'],
       summary: 'Readiness probe for load balancers (not enveloped): storage and Redis answer, not draining',
+      operationId: 'getReadiness',
+      description:
+        'Answers 200 `ready` when the storage (and Redis, when configured) answers within a second and the ' +
+        'instance is not shutting down, else 503 with the checks that failed: a load balancer takes the ' +
+        'instance out of rotation on 503. Needs no credentials.',
       responses: {
         '200': { description: 'Ready', content: { 'application/json': { schema: READINESS_SCHEMA } } },
         '503': {
@@ -97,6 +110,10 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['system'],
       summary: 'Interactive API reference (HTML, reads this document)',
+      operationId: 'getApiReference',
+      description:
+        'The reference page for this document, served by the platform itself with its scripts (nothing is ' +
+        'fetched from the internet); "try it" calls go to this platform.',
       responses: {
         '200': { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
       },
@@ -108,6 +125,8 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['system'],
       summary: "The API reference's scripts, stylesheet and icon (served by the platform itself)",
+      operationId: 'getApiReferenceAsset',
+      description: 'One of the files the reference page loads, by name; cached by ETag (If-None-Match: 304).',
       parameters: [
         { name: 'name', in: 'path', required: true, schema: { type: 'string', enum: API_REFERENCE_ASSETS } },
       ],
@@ -132,21 +151,14 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['system'],
       summary: 'Operator dashboard (HTML; signs in with client credentials and uses this API and the stream)',
+      operationId: 'getDashboard',
+      description:
+        "The operator dashboard (docs/dashboard.md): a single page that signs in with an API client's id and " +
+        'secret and then uses only this API and the live stream. 503 when the build did not make its files.',
       responses: {
         '200': { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
         '304': { description: 'Not modified (If-None-Match)' },
         '503': { $ref: '#/components/responses/E503' },
-      },
-    },
-  },
-  {
-    method: 'GET',
-    url: '/dashboard/',
-    operation: {
-      tags: ['system'],
-      summary: 'Redirects to /dashboard',
-      responses: {
-        '301': { description: 'Moved to /dashboard', headers: { Location: { schema: { type: 'string' } } } },
       },
     },
   },
@@ -157,6 +169,8 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
       tags: ['system'],
       summary:
         "The dashboard's script and stylesheet, as `npm run build` made them (served by the platform itself)",
+      operationId: 'getDashboardAsset',
+      description: 'One of the files the dashboard loads, by name; cached by ETag (If-None-Match: 304).',
       parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
       responses: {
         '200': {
@@ -179,6 +193,10 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
     operation: {
       tags: ['system'],
       summary: 'This OpenAPI 3.1 document',
+      operationId: 'getOpenApiDocument',
+      description:
+        'The document describing every operation of this platform, generated from the same route table and ' +
+        'schemas that validate requests; `servers` names the origin it was fetched from and its environment.',
       responses: {
         '200': {
           description: 'OpenAPI document',

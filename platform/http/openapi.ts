@@ -11,7 +11,9 @@ import type { AnyRoute } from './route-spec.js';
  */
 
 const ERROR_TEXT: Record<number, string> = {
-  400: 'Validation failure (1001) or malformed body (1002)',
+  400:
+    'Validation failure (1001: a parameter or field invalid, missing or unknown: every operation refuses query ' +
+    'parameters it does not declare, and operator operations body fields) or malformed body (1002)',
   401: 'Missing, invalid (2001) or expired (2002) credentials',
   403: 'Scope or policy does not allow it (2003)',
   404: 'Not found, or not visible to this client (3001)',
@@ -27,6 +29,22 @@ const ERROR_TEXT: Record<number, string> = {
 const RETRY_AFTER = {
   description: 'Seconds to wait before retrying',
   schema: { type: 'integer', minimum: 0 },
+};
+/**
+ * The budget headers (IETF draft-ietf-httpapi-ratelimit-headers, draft 08+ syntax) an answer carries once its
+ * request was counted against a rate class: every answer of a rated operation, errors found after the count
+ * too. An answer refused before (a bad token, say) may lack them, so they are not required.
+ */
+const RATE_LIMIT_HEADERS: JsonSchema = {
+  RateLimit: {
+    description:
+      'What is left of each budget that counted this request: `"CLASS";r=REMAINING;t=SECONDS_TO_RESET`',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: 'Each budget that counted this request: `"CLASS";q=QUOTA;w=WINDOW_SECONDS` (docs/api.md)',
+    schema: { type: 'string' },
+  },
 };
 const ERROR_HEADERS: Record<number, JsonSchema> = {
   416: { 'Content-Range': { description: 'bytes */SIZE', schema: { type: 'string' } } },
@@ -83,39 +101,62 @@ export function statusesOf(r: AnyRoute): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
+/** Which platform a document describes: a sandbox (test data, simulated chargers) or production. */
+export type DocumentEnvironment = 'production' | 'sandbox';
+
+const ENVIRONMENT_NAME: Record<DocumentEnvironment, string> = {
+  production: 'Production',
+  sandbox: 'Sandbox (test data and simulated chargers)',
+};
+
 /**
  * `servers` of the document served at `https://HOST/v1/openapi.json`: the origin it was fetched from, so that
- * tools calling the API from the document reach the same platform. A Host header that is not a plain
- * `host[:port]` gets the template instead.
+ * tools calling the API from the document reach the same platform, named with its environment. A Host header
+ * that is not a plain `host[:port]` gets the template instead.
  */
-const SERVER_TEMPLATE = {
-  url: 'https://{host}',
-  description: 'The platform, at the host and port it is reached at',
-  variables: { host: { default: 'localhost:8443', description: 'host[:port]' } },
-};
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
 
-export function serversFor(host: string | undefined): JsonSchema[] {
-  if (host === undefined || !HOST.test(host)) return [SERVER_TEMPLATE];
-  return [{ url: `https://${host}`, description: 'This platform (where this document was fetched from)' }];
+export function serversFor(host: string | undefined, env: DocumentEnvironment): JsonSchema[] {
+  const name = ENVIRONMENT_NAME[env];
+  if (host === undefined || !HOST.test(host)) {
+    return [
+      {
+        url: 'https://{host}',
+        description: `${name}: the platform, at the host and port it is reached at`,
+        variables: { host: { default: 'localhost:8443', description: 'host[:port]' } },
+        'x-environment': env,
+      },
+    ];
+  }
+  return [
+    {
+      url: `https://${host}`,
+      description: `${name}: this platform (where this document was fetched from)`,
+      'x-environment': env,
+    },
+  ];
 }
 
 /**
  * The document as served: built once, only `servers` differs per request (the Host header it was asked with).
  */
-export function openApiDocumentServer(routes: readonly AnyRoute[]): (host: string | undefined) => string {
+export function openApiDocumentServer(
+  routes: readonly AnyRoute[],
+  env: DocumentEnvironment,
+): (host: string | undefined) => string {
   const marker = '"@servers@"';
-  const [before, after] = JSON.stringify({ ...buildOpenApiDocument(routes), servers: '@servers@' }).split(
-    marker,
-  ) as [string, string];
-  return (host) => `${before}${JSON.stringify(serversFor(host))}${after}`;
+  const [before, after] = JSON.stringify({
+    ...buildOpenApiDocument(routes, env),
+    servers: '@servers@',
+  }).split(marker) as [string, string];
+  return (host) => `${before}${JSON.stringify(serversFor(host, env))}${after}`;
 }
 
 export function toOpenApiPath(url: string): string {
   return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
-export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
+export function buildOpenApiDocument(routes: readonly AnyRoute[], env: DocumentEnvironment): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   const schemas: Record<string, JsonSchema> = { ErrorResponse: jsonSchema(ErrorResponse, 'output') };
   for (const r of routes) {
@@ -132,7 +173,7 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
   for (const [status, text] of Object.entries(ERROR_TEXT)) {
     errorResponses[`E${status}`] = {
       description: text,
-      ...(ERROR_HEADERS[Number(status)] ? { headers: ERROR_HEADERS[Number(status)] } : {}),
+      headers: { ...RATE_LIMIT_HEADERS, ...ERROR_HEADERS[Number(status)] },
       content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
     };
   }
@@ -144,9 +185,13 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
       version: API_VERSION,
       description:
         'Operator surface (/v1/operator) for CPMS, EMS and aggregators; charger surface (/v1/device) for chargers. ' +
-        'Every response except the operator token response is enveloped as {code, message, data}.',
+        'Every response except the operator token response is enveloped as {code, message, data}. ' +
+        'Unknown query parameters are refused (400, code 1001, naming the first one), and so are unknown body ' +
+        'fields of operator requests; charger requests ignore unknown body fields (forward compatibility).',
+      // Support is whoever runs the platform; the document does not know their address.
+      contact: { name: 'The operator of this platform' },
     },
-    servers: serversFor(undefined),
+    servers: serversFor(undefined, env),
     tags: [
       { name: 'operator', description: 'Operator-side API' },
       { name: 'device', description: 'Charger-side API' },
@@ -171,6 +216,13 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): JsonSchema {
               },
             },
           },
+        },
+        clientBasic: {
+          type: 'http',
+          scheme: 'basic',
+          description:
+            'The token endpoint only: client_id and client_secret as HTTP Basic credentials (RFC 6749 §2.3.1), ' +
+            'instead of in the body.',
         },
         deviceBearer: {
           type: 'http',
@@ -197,7 +249,11 @@ function operationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSche
       };
   for (const s of statusesOf(r)) {
     if (s === 200) {
-      responses['200'] = { description: 'Success', content: { 'application/json': { schema: body } } };
+      responses['200'] = {
+        description: 'Success',
+        ...(r.rate ? { headers: RATE_LIMIT_HEADERS } : {}),
+        content: { 'application/json': { schema: body } },
+      };
     } else if (r.errorBody?.responses[s]) {
       const { description, headers } = r.errorBody.responses[s];
       schemas[r.errorBody.name] ??= jsonSchema(r.errorBody.schema, 'output');
@@ -228,7 +284,8 @@ function operationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSche
     responses,
   };
   if (r.description) operation.description = r.description;
-  if (r.auth.kind === 'operator') operation.security = [{ operatorOAuth: [r.auth.scope] }];
+  if (r.documented?.security) operation.security = r.documented.security;
+  else if (r.auth.kind === 'operator') operation.security = [{ operatorOAuth: [r.auth.scope] }];
   else if (r.auth.kind === 'device') operation.security = [{ deviceBearer: [] }];
   else operation.security = [];
   if (r.streamed) {
@@ -239,11 +296,12 @@ function operationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): JsonSche
     };
   }
   if (r.body) {
+    const sent = r.documented?.body ?? r.body;
     const content: Record<string, unknown> = {
-      'application/json': { schema: jsonSchema(r.body, 'input') },
+      'application/json': { schema: jsonSchema(sent, 'input') },
     };
     if (r.url.endsWith('/oauth/token'))
-      content['application/x-www-form-urlencoded'] = { schema: jsonSchema(r.body, 'input') };
+      content['application/x-www-form-urlencoded'] = { schema: jsonSchema(sent, 'input') };
     operation.requestBody = { required: !r.bodyOptional, content };
   }
   return operation;
@@ -272,7 +330,7 @@ function binaryOperationOf(r: AnyRoute, schemas: Record<string, JsonSchema>): Js
       { description: h.description, schema: { type: 'string' } },
     ]),
   );
-  const headers = { ...FILE_HEADERS, ...own };
+  const headers = { ...FILE_HEADERS, ...own, ...(r.rate ? RATE_LIMIT_HEADERS : {}) };
   const operation = operationOf({ ...r, binary: undefined, response: ErrorResponse }, schemas);
   const responses = operation.responses as Record<string, unknown>;
   responses['200'] = { description: binary.description, headers, content: file };

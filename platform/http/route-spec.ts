@@ -87,6 +87,12 @@ export interface RouteSpec<
   errors?: number[];
   /** Reshapes every error this route answers, however raised (the token endpoint's RFC 6749 errors). */
   mapError?: (err: ApiError) => ApiError;
+  /**
+   * For the OpenAPI document, when the request as a client sends it differs from what `body` validates after
+   * `prepareBody`: `body` documents the body sent, `security` the alternative ways to authenticate (the token
+   * endpoint: client credentials in the body, or as HTTP Basic).
+   */
+  documented?: { body?: Schema; security?: Array<Record<string, string[]>> };
   /** This route's error answers at some statuses, when not the plain ErrorResponse (for the OpenAPI document). */
   errorBody?: {
     /** Name of the schema in the document's components. */
@@ -176,6 +182,21 @@ function enforceRateLimit(
 
 export { enforceRateLimit };
 
+/**
+ * A route without query parameters refuses any, as routes with some refuse unknown ones (docs/api.md, "Unknown
+ * query parameters"): a mistyped parameter never passes silently.
+ */
+const NO_QUERY = z.strictObject({});
+function refuseAnyQuery(query: unknown): undefined {
+  if (query !== null && typeof query === 'object') {
+    for (const _ in query) {
+      parse(NO_QUERY, query);
+      break;
+    }
+  }
+  return undefined;
+}
+
 export function registerRoutes(
   app: FastifyInstance,
   ctx: PlatformContext,
@@ -208,7 +229,7 @@ export function registerRoutes(
         }
 
         const params = spec.params ? parse(spec.params, request.params) : undefined;
-        const query = spec.query ? parse(spec.query, request.query ?? {}) : undefined;
+        const query = spec.query ? parse(spec.query, request.query ?? {}) : refuseAnyQuery(request.query);
         if (spec.headers) parse(spec.headers, request.headers);
         // A file's type is checked once the request around it is known to be good (streamed-body.ts).
         if (spec.streamed) requireOctetStream(request);

@@ -176,7 +176,7 @@ export async function startTestPlatform(
       ? { log: { level: opts.logLevel, stream: { write: (line: string) => void logs.push(line) } } }
       : {}),
   });
-  recordDocument(() => buildOpenApiDocument(platform.routes));
+  recordDocument(() => buildOpenApiDocument(platform.routes, 'production'));
   await platform.app.listen({ host: '127.0.0.1', port: 0 });
   const address = platform.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

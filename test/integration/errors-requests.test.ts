@@ -54,6 +54,41 @@ describe('repeated and unknown query parameters: 400/1001', () => {
   });
 });
 
+describe('a query parameter on an operation that takes none: 400/1001 naming it, nothing done', () => {
+  it('GET of one device', async () => {
+    const res = await ctx.tp.http.get(`/v1/operator/devices/${ctx.device.deviceId}?_=1700000000`, {
+      token: ctx.tenant.token,
+    });
+    expect(expectApiError(res, 400, 1001).details).toEqual({ field: '_', value: '1700000000' });
+  });
+
+  it('a stop is not queued', async () => {
+    const path = `/v1/operator/devices/${ctx.device.deviceId}/connectors/1/stop`;
+    const res = await ctx.tp.http.post(`${path}?trace=abc`, { token: ctx.tenant.token, json: {} });
+    expect(expectApiError(res, 400, 1001).details).toEqual({ field: 'trace', value: 'abc' });
+    const commands = await ctx.tp.http.get(`/v1/operator/devices/${ctx.device.deviceId}/commands`, {
+      token: ctx.tenant.token,
+    });
+    expect(commands.status, commands.text).toBe(200);
+    expect(commands.body.data.items).toEqual([]);
+  });
+
+  it("a charger's heartbeat", async () => {
+    const res = await ctx.tp.http.post('/v1/device/heartbeat?x=1', {
+      token: ctx.device.token,
+      json: { timestamp: new Date().toISOString(), status: 'online', fault_code: null },
+    });
+    expect(expectApiError(res, 400, 1001).details).toEqual({ field: 'x', value: '1' });
+  });
+
+  it('an empty query string is no parameter', async () => {
+    const res = await ctx.tp.http.get(`/v1/operator/devices/${ctx.device.deviceId}?`, {
+      token: ctx.tenant.token,
+    });
+    expect(res.status, res.text).toBe(200);
+  });
+});
+
 describe('path ids with traversal or control characters', () => {
   const hostile = [
     '%2e%2e%2f',

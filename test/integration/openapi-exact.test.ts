@@ -1,9 +1,10 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusesOf, toOpenApiPath } from '../../platform/http/openapi.js';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { createTenant, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { checkResponses, type OpenApiDocument, type RecordedResponse } from '../helpers/response-log.js';
 
 /**
@@ -150,7 +151,13 @@ describe('the document', () => {
   });
 
   it('names the platform it was fetched from in servers', async () => {
-    expect(doc.servers).toEqual([{ url: tp.url, description: expect.any(String) }]);
+    expect(doc.servers).toEqual([
+      {
+        url: tp.url,
+        description: 'Production: this platform (where this document was fetched from)',
+        'x-environment': 'production',
+      },
+    ]);
     // (A name the test certificate carries: undici checks the certificate against the Host asked.)
     const viaName = await tp.http.get('/v1/openapi.json', { headers: { host: 'localhost:8443' } });
     expect(viaName.body.servers[0].url).toBe('https://localhost:8443');
@@ -192,6 +199,81 @@ describe('the document', () => {
     expect(token).toMatch(/400: \{[\s\S]*components\["schemas"\]\["OAuthErrorResponse"\]/);
     expect(types).toMatch(
       /error: "invalid_request" \| "invalid_client" \| "unsupported_grant_type" \| "invalid_scope";/,
+    );
+  });
+});
+
+describe('the rules the server enforces, as the document states them', () => {
+  const ajv = new Ajv2020({ strict: false, discriminator: true });
+  const bodySchema = (path: string, media = 'application/json') =>
+    ajv.compile(doc.paths[path].post.requestBody.content[media].schema);
+
+  it.each([
+    [
+      'site without target_ids',
+      { target_type: 'site', command: 'pause_charging', params: { duration: 60 } },
+      false,
+    ],
+    [
+      'operator without',
+      { target_type: 'operator', command: 'pause_charging', params: { duration: 60 } },
+      false,
+    ],
+    ['all without', { target_type: 'all', command: 'pause_charging', params: { duration: 60 } }, true],
+    [
+      'site with',
+      { target_type: 'site', target_ids: ['SITE'], command: 'pause_charging', params: { duration: 60 } },
+      true,
+    ],
+    [
+      'a limit without its percent',
+      { target_type: 'all', command: 'set_power_limit', params: { duration: 60 } },
+      false,
+    ],
+    ['an unknown command', { target_type: 'all', command: 'explode', params: { duration: 60 } }, false],
+  ])('flexibility, %s: the document and the server agree', async (_name, given, valid) => {
+    const tenant = await createTenant(tp, `flex-${_name}`);
+    const body = JSON.parse(JSON.stringify(given).replace('SITE', tenant.siteId));
+    const validate = bodySchema('/v1/operator/control/flexibility');
+    expect(validate(body), JSON.stringify(validate.errors)).toBe(valid);
+    const res = await tp.http.post('/v1/operator/control/flexibility', { token: tenant.token, json: body });
+    expect(res.status === 400, res.text).toBe(!valid);
+  });
+
+  it('flexibility: a bad field gives one error under the discriminator, not one per branch', () => {
+    const validate = bodySchema('/v1/operator/control/flexibility');
+    validate({ target_type: 'all', command: 'pause_charging', params: { duration: 0 } });
+    expect(validate.errors).toHaveLength(1);
+    expect(validate.errors![0]!.instancePath).toBe('/params/duration');
+  });
+
+  it('the token request with HTTP Basic: a body of grant_type alone is valid, and the server issues a token', async () => {
+    const tenant = await createTenant(tp, 'basic-shape');
+    for (const media of ['application/json', 'application/x-www-form-urlencoded'])
+      expect(bodySchema('/v1/operator/oauth/token', media)({ grant_type: 'client_credentials' })).toBe(true);
+    const res = await tp.http.post('/v1/operator/oauth/token', {
+      raw: 'grant_type=client_credentials',
+      contentType: 'application/x-www-form-urlencoded',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${tenant.clientId}:${tenant.clientSecret}`).toString('base64')}`,
+      },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.access_token).toEqual(expect.any(String));
+  });
+
+  it('the energy read names its rule across device_id and site_id', () => {
+    const energy = doc.paths['/v1/operator/energy'].get;
+    for (const name of ['device_id', 'site_id']) {
+      const p = energy.parameters.find((x: { name: string }) => x.name === name);
+      expect(p.description).toContain('exactly one of device_id and site_id');
+    }
+  });
+
+  it('says that unknown query parameters are refused', () => {
+    expect(doc.info.description).toContain('Unknown query parameters are refused');
+    expect(doc.components.responses.E400.description).toContain(
+      'refuses query parameters it does not declare',
     );
   });
 });

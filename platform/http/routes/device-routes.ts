@@ -65,6 +65,12 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/device/register',
       summary: 'Register a charger on first connection',
+      description:
+        'No bearer token. Answers the `device_id` and a `device_secret` to exchange at POST /v1/device/token; the ' +
+        'secret stays valid until it is reset or rotated. `connectors` declares each connector’s power and V2G ' +
+        'capability (without it, connectors are learned from telemetry and not V2G-capable). The registration ' +
+        'policy may refuse the serial, 403 (2003); a serial already registered answers 409 (4001) until an ' +
+        'operator resets it; after 60 such refusals in a minute for one serial from one address, 429 (5001).',
       tag: 'device',
       auth: { kind: 'none' },
       rate: 'unauthenticated',
@@ -92,6 +98,10 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/device/token',
       summary: 'Exchange the device credentials for a bearer token',
+      description:
+        'No bearer token. Wrong, unknown or revoked credentials answer 401 (2001); after 60 such failures in a ' +
+        'minute for one `device_id` from one address, that address gets 429 (5001) for it until the window ' +
+        'ends. During a secret rotation both secrets work; a token obtained with the new one retires the old.',
       tag: 'device',
       auth: { kind: 'none' },
       rate: 'unauthenticated',
@@ -129,6 +139,10 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/device/heartbeat',
       summary: 'Heartbeat (every 30 s); answers with the pending commands',
+      description:
+        'Answers the pending commands and `server_time`. A command not yet reported on is delivered again on ' +
+        'every heartbeat until it expires: de-duplicate by `command_id`. A heartbeat with `status` `offline` ' +
+        'marks the charger offline at once and receives no commands.',
       tag: 'device',
       auth: device,
       rate: 'deviceRealtime',
@@ -193,6 +207,10 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/device/telemetry',
       summary: 'Real-time telemetry of one connector (every 5 s while charging or discharging)',
+      description:
+        '`timestamp`, `connector_id` (1–16) and `state` are required, the measurements optional; `discharging` ' +
+        'needs a negative `power`. Unknown fields are ignored (forward compatibility of firmware). Answers ' +
+        '`accepted: 1` once the record is stored.',
       tag: 'device',
       auth: device,
       rate: 'deviceRealtime',
@@ -226,6 +244,11 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/device/events',
       summary: 'Report charger events (idempotent on event_id)',
+      description:
+        'Up to 100 events; one whose `event_id` is already stored is ignored and counted in `duplicates`. `kind` ' +
+        'is lower_snake_case (`boot`, `vehicle_plugged`, `fault_raised`, …). A new `boot` event’s ' +
+        '`data.version` becomes the charger’s `agent_version`; new events of severity `error` or `critical` are ' +
+        'sent to webhooks as `device.fault`.',
       tag: 'device',
       auth: device,
       rate: 'deviceReporting',
@@ -252,6 +275,12 @@ export function deviceRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/device/firmware/status',
       summary: 'Report firmware upgrade status',
+      description:
+        'The report is stored and sent to webhooks as `firmware.status_changed`; one whose `report_id` is ' +
+        'already stored for the charger is answered the same and changes nothing. `installed` with a `version` ' +
+        'sets the charger’s `firmware_version`, or with an `update_id` its `agent_version` or ' +
+        '`firmware_version` by the update’s kind; a report with an `update_id` also moves the charger’s state ' +
+        'in that update.',
       tag: 'device',
       auth: device,
       rate: 'deviceReporting',

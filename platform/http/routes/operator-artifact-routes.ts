@@ -60,6 +60,9 @@ export function operatorArtifactRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: BASE,
       summary: "List the operators' artifacts, newest first",
+      description:
+        'A page of the artifacts of the client’s operators, optionally of one `kind` (`agent` or `firmware`), ' +
+        'each with its manifest.',
       auth: read,
       rate: 'operatorQuery',
       query: ArtifactsQuery,
@@ -71,6 +74,10 @@ export function operatorArtifactRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: ONE,
       summary: 'Get an artifact',
+      description:
+        'Its manifest: `kind`, `version`, `target` (empty: every charger of its kind), `sha256` and `size` as the ' +
+        'platform measured them, and the `signature` as uploaded. Another operator’s artifact answers 404 ' +
+        '(3001), like a missing one.',
       auth: read,
       rate: 'operatorQuery',
       params: ArtifactParams,

@@ -19,6 +19,13 @@ export function operatorControlRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'POST',
       url: '/v1/operator/control/flexibility',
       summary: 'Send a load-flexibility command to a group of chargers',
+      description:
+        'One command per charger of the targets (`site` or `operator` ids, 1–100; or `all` the client’s ' +
+        'chargers), applying to each of its connectors: `set_power_limit` (`power_limit_percent`, 0–100) or ' +
+        '`pause_charging`, for `duration` seconds (1–604800). Each command carries the control’s absolute window ' +
+        '(`starts_at`, `ends_at`), so a late delivery cannot stretch it, and expires when the window ends; ' +
+        '`device_count` says how many chargers it reached. A target id the client may not see answers 404 ' +
+        '(3001), like a missing one.',
       tag: 'operator',
       auth: write,
       rate: 'operatorBatchControl',
@@ -31,6 +38,11 @@ export function operatorControlRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/control/:control_id',
       summary: 'Follow a flexibility control: status and per-charger progress',
+      description:
+        'The control’s `status` (`executing`, `completed` once its window has ended, or `cancelled`), command, ' +
+        'params, targets and window, with every charger’s command and its status (`progress` counts them by ' +
+        'status). A control belongs to the operators of the chargers it reaches and of the sites or operators ' +
+        'it names: a client that may not see every one of them gets 404 (3001), exactly as for a missing one.',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',

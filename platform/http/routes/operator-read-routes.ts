@@ -32,6 +32,9 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/sites',
       summary: 'List the sites of the client’s operators',
+      description:
+        'A page of the sites of the operators this client acts for, each with its `operator_id`, `name`, ' +
+        '`timezone` and `device_count`.',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -43,6 +46,9 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/sites/:site_id',
       summary: 'One site',
+      description:
+        'The site with its `operator_id`, `name`, `timezone` and `device_count`. A site of another tenant ' +
+        'answers 404 (3001), exactly as one that does not exist.',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -55,6 +61,11 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/devices',
       summary: 'List chargers, optionally by site, status, firmware or agent version',
+      description:
+        'A page of the chargers in the sites of the client’s operators, ordered by `device_id`, each as ' +
+        'GET /v1/operator/devices/{device_id} shows it. The filters combine: `site_id`, `status` (`online` or ' +
+        '`offline`), and `firmware_version` and `agent_version` (1–64 characters, matched exactly). A `site_id` of ' +
+        'another tenant answers 404 (3001), like a missing one.',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -67,6 +78,13 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/devices/:device_id',
       summary: 'One charger with its connectors’ live state',
+      description:
+        'The charger with its `firmware_version`, `agent_version`, `site_id`, `last_heartbeat` and `status` ' +
+        '(`online` while it made an authenticated request in the last 90 s), and each connector’s live state from ' +
+        'its telemetry (`power` in kW, negative while discharging; `energy_delivered` of the session, 0 without ' +
+        'one). A connector reads `unavailable` while the charger is offline, before its first telemetry, and while ' +
+        'out of service (`available: false`) with no session on it. Another tenant’s charger answers 404 (3001), ' +
+        'like an unknown one.',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -79,6 +97,10 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/devices/:device_id/events',
       summary: 'Events the charger reported, newest first',
+      description:
+        'A page of the events the charger uploaded (`event_id`, `kind`, `severity`, `timestamp`, and ' +
+        '`connector_id`, `message` and `data` when it sent them), each with its `received_at`. Another tenant’s ' +
+        'or an unknown charger answers 404 (3001).',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -112,6 +134,10 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/devices/:device_id/firmware',
       summary: 'Firmware status reports of the charger, newest first',
+      description:
+        'A page of the charger’s firmware status reports, newest first by the charger’s `timestamp`, then by ' +
+        'arrival; each has only the fields the charger sent (`version`, `progress`, `message`, `update_id`, ' +
+        '`report_id`), and `received_at`. Another tenant’s or an unknown charger answers 404 (3001).',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',
@@ -126,6 +152,10 @@ export function operatorReadRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: '/v1/operator/charging-records',
       summary: 'Charging records, newest first by start_time',
+      description:
+        'The charging records of the client’s operators’ chargers, optionally of one `device_id` and ' +
+        '`connector_id`. A record matches the time filters when its session overlaps [`start_time`, `end_time`). ' +
+        '`page` defaults to 1 and `size` (1–100) to 20; unknown and repeated query parameters answer 400 (1001).',
       tag: 'operator',
       auth: read,
       rate: 'operatorQuery',

@@ -4,6 +4,7 @@ import {
   type OAuthErrorCode,
   OAuthErrorResponse,
   OperatorTokenRequest,
+  OperatorTokenRequestBody,
   OperatorTokenResponse,
 } from '../../../shared/index.js';
 import { ApiError, errors } from '../../domain/api-error.js';
@@ -89,6 +90,7 @@ export function operatorTokenRoute(ctx: PlatformContext) {
     auth: { kind: 'none' },
     rate: 'unauthenticated',
     body: OperatorTokenRequest,
+    documented: { body: OperatorTokenRequestBody, security: [{}, { clientBasic: [] }] },
     prepareBody: (request) => {
       const body = request.body;
       const basic = basicCredentials(request);

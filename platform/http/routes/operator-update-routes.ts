@@ -39,6 +39,10 @@ export function operatorUpdateRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: BASE,
       summary: "List the operators' updates, newest first",
+      description:
+        'A page of the updates of the client’s operators, optionally of one `status` (`running`, `paused`, ' +
+        '`completed` or `cancelled`), each with its artifact, targets, settings and `progress` (how many ' +
+        'chargers are in each state).',
       auth: read,
       rate: 'operatorQuery',
       query: UpdatesQuery,
@@ -50,6 +54,11 @@ export function operatorUpdateRoutes(ctx: PlatformContext): AnyRoute[] {
       method: 'GET',
       url: ONE,
       summary: 'Follow an update: its batches and every charger with its state and versions',
+      description:
+        'The update as the list shows it, with its `batches` and every charger’s `batch` (0: skipped), `state` ' +
+        '(`pending`, `queued`, `downloading`, `install_scheduled`, `installing`, `installed` while in its health ' +
+        'check, `succeeded`, `skipped`, `failed`, `rolled_back` or `cancelled`), `reason` and versions. Another ' +
+        'operator’s update answers 404 (3001), like a missing one.',
       auth: read,
       rate: 'operatorQuery',
       params: UpdateParamsPath,

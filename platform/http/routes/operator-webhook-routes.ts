@@ -2,6 +2,7 @@ import * as z from 'zod';
 import {
   DeliveriesPage,
   DeliveryParams,
+  WEBHOOKS_PER_CLIENT,
   Webhook,
   WebhookCreate,
   WebhookDelivery,
@@ -28,6 +29,12 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'POST',
       url: BASE,
       summary: 'Create a webhook endpoint (the signing secret is shown in this answer only)',
+      description:
+        'The endpoint receives signed events (Standard Webhooks) of the client’s operators’ chargers: `events` ' +
+        'lists event types, or `["*"]` alone for all. The answer’s `secret` (`whsec_…`) is never shown again ' +
+        `(a rotation answers a new one). A client has at most ${WEBHOOKS_PER_CLIENT} endpoints: one more answers ` +
+        '409 (4001). A URL that is not public `https` answers 400 (1001) on `url`, unless the platform runs ' +
+        'with `--webhooks-allow-private`.',
       auth: write,
       body: WebhookCreate,
       response: WebhookWithSecret,
@@ -39,6 +46,9 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'GET',
       url: BASE,
       summary: "List this client's webhook endpoints",
+      description:
+        'A page of the endpoints this client created, without their secrets; other clients’ endpoints are not ' +
+        'listed.',
       auth: read,
       rate: 'operatorQuery',
       query: WebhooksQuery,
@@ -50,6 +60,9 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'GET',
       url: ONE,
       summary: 'Get a webhook endpoint',
+      description:
+        'The endpoint’s `url`, `events`, `description`, `status` and `disabled_reason` (why it was disabled), ' +
+        'without its secret. Another client’s endpoint answers 404 (3001), like a missing one.',
       auth: read,
       rate: 'operatorQuery',
       params: WebhookParams,
@@ -76,6 +89,7 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'DELETE',
       url: ONE,
       summary: 'Delete a webhook endpoint and its delivery log',
+      description: 'Another client’s endpoint answers 404 (3001), like a missing one.',
       auth: write,
       params: WebhookParams,
       response: z.object({ webhook_id: z.string(), deleted: z.literal(true) }),
@@ -90,6 +104,10 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'POST',
       url: `${ONE}/rotate-secret`,
       summary: 'Replace the signing secret; the previous one keeps signing beside it for 24 hours',
+      description:
+        'Answers the endpoint with its new `secret` (shown only here). For 24 hours each delivery carries two ' +
+        'signatures, separated by a space, so a receiver holding either secret accepts it. The body may be left ' +
+        'out. Another client’s endpoint answers 404 (3001).',
       auth: write,
       params: WebhookParams,
       bodyOptional: true,
@@ -103,6 +121,10 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'POST',
       url: `${ONE}/test`,
       summary: 'Send a webhook.test event to the endpoint',
+      description:
+        'Queues a `webhook.test` event (`data`: the `webhook_id`) for this endpoint and answers its ' +
+        '`delivery_id`; follow it in the delivery log. A disabled endpoint answers 409 (4001), another client’s ' +
+        '404 (3001). The body may be left out.',
       auth: write,
       params: WebhookParams,
       bodyOptional: true,
@@ -116,6 +138,11 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'GET',
       url: `${ONE}/deliveries`,
       summary: "The endpoint's delivery log, newest first",
+      description:
+        'A page of the deliveries: `type`, `attempts`, `state` (`pending`, `succeeded` or `failed`), ' +
+        '`last_status` (the HTTP status of the last attempt, null without an answer), `last_error` (a category ' +
+        'such as `timeout` or `http_status`, never the socket’s message) and `next_attempt_at` while pending. ' +
+        'Another client’s endpoint answers 404 (3001).',
       auth: read,
       rate: 'operatorQuery',
       params: WebhookParams,
@@ -130,6 +157,10 @@ export function operatorWebhookRoutes(webhooks: WebhookService): AnyRoute[] {
       method: 'POST',
       url: `${ONE}/deliveries/:delivery_id/redeliver`,
       summary: 'Send a delivery again now (same webhook-id)',
+      description:
+        'Makes the delivery pending again, due now, keeping its `delivery_id` (the `webhook-id` header), and ' +
+        'answers it. A delivery the endpoint does not have, or another client’s endpoint, answers 404 (3001). ' +
+        'The body may be left out.',
       auth: write,
       params: DeliveryParams,
       bodyOptional: true,
