@@ -11,7 +11,7 @@ import {
   createRateLimiter,
   type RateLimitStore,
 } from './http/rate-limit/rate-limiter.js';
-import { createReplayCache } from './http/replay-cache.js';
+import { createReplayCache, type ReplayCache } from './http/replay-cache.js';
 import { type AnyRoute, registerRoutes } from './http/route-spec.js';
 import { deviceRoutes } from './http/routes/device-routes.js';
 import { answersWithin, healthRoutes } from './http/routes/health.js';
@@ -202,6 +202,8 @@ async function createParts(
     directory,
     tokens: createTokenService(opts.keys.tokenKey),
     tenancy: createTenancy(opts.store),
+    // Request signatures and stream tickets, each usable once (shared by the instances on one Redis).
+    replayCache: shared?.replayCache ?? createReplayCache(),
     now,
   };
   const listeners = await createListeners(opts, base, log, shared);
@@ -228,20 +230,21 @@ interface BaseParts {
   directory: PrincipalDirectory;
   tokens: TokenService;
   tenancy: Tenancy;
+  replayCache: ReplayCache;
   now: () => number;
 }
 
 /** Who hears the platform's events: the live stream (through the relay with several instances) and webhooks. */
 async function createListeners(
   opts: BuildOptions,
-  { directory, tokens, tenancy, now }: BaseParts,
+  { directory, tokens, tenancy, replayCache, now }: BaseParts,
   log: FastifyBaseLogger,
   shared: SharedState | undefined,
 ) {
   const { store, keys } = opts;
   const webhooks = await createWebhooks({ store, keys, directory, now, log, options: opts.webhooks });
   const stream: TelemetryStream = createTelemetryStream(
-    { directory, tokens, now, tenancy },
+    { directory, tokens, now, tenancy, replayCache },
     opts.streamPingMs,
     shared?.streamRegistry,
   );
@@ -307,7 +310,7 @@ function createContext(
       now,
       opts.addressLimit ? { unauthenticated: { limit: opts.addressLimit, windowSeconds: 60 } } : {},
     ),
-    replayCache: shared?.replayCache ?? createReplayCache(),
+    replayCache: parts.replayCache,
     notifier,
     commands,
     clientTokens: createClientTokenService({

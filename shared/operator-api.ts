@@ -147,6 +147,7 @@ export const FlexibilityRequest = z
   .meta({
     discriminator: { propertyName: 'command' },
     if: { properties: { target_type: { enum: ['site', 'operator'] } }, required: ['target_type'] },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then, never awaited
     then: { required: ['target_ids'] },
   });
 export type FlexibilityRequest = z.infer<typeof FlexibilityRequest>;

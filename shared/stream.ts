@@ -26,3 +26,14 @@ export const StreamSubscribe = z
 export const StreamPing = z.strictObject({ type: z.literal('ping') });
 export const StreamClientMessage = z.union([StreamSubscribe, StreamPing]);
 export type StreamClientMessage = z.infer<typeof StreamClientMessage>;
+
+/**
+ * A stream ticket (POST /v1/operator/stream/tickets): what a browser puts in the stream's URL instead of its
+ * access token. It opens one connection, within STREAM_TICKET_TTL_SECONDS, as the client that asked for it.
+ */
+export const STREAM_TICKET_TTL_SECONDS = 30;
+export const StreamTicket = z.object({
+  ticket: z.string(),
+  expires_in: z.literal(STREAM_TICKET_TTL_SECONDS),
+});
+export type StreamTicket = z.infer<typeof StreamTicket>;

@@ -2,8 +2,9 @@ import type { StreamMessage } from './fleet.js';
 
 /**
  * The live telemetry stream (`wss://HOST/v1/operator/stream`, DESIGN.md §8) for the whole dashboard: one
- * connection subscribed to the operator's sites, shared by every page, reconnecting with backoff. The token rides
- * in `?access_token=` (browsers cannot set headers on a WebSocket; the platform redacts it from its logs).
+ * connection subscribed to the operator's sites, shared by every page, reconnecting with backoff. Each connection
+ * opens with a one-use ticket (`POST /v1/operator/stream/tickets`) in `?ticket=`: browsers cannot set headers on a
+ * WebSocket, and the access token never goes into a URL.
  */
 export type LinkState =
   | 'connecting'
@@ -28,7 +29,8 @@ export interface LiveStream {
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 const PING_EVERY_MS = 25_000;
 
-export function openLiveStream(token: string): LiveStream {
+/** `ticket` asks the platform for a new stream ticket (one per connection). */
+export function openLiveStream(ticket: () => Promise<string>): LiveStream {
   const messageListeners = new Set<(m: StreamMessage) => void>();
   const stateListeners = new Set<(s: LinkState) => void>();
   let sites: readonly string[] = [];
@@ -38,6 +40,8 @@ export function openLiveStream(token: string): LiveStream {
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
   let pingTimer: ReturnType<typeof setInterval> | undefined;
   let closed = false;
+  /** A ticket is being asked for: no second connection meanwhile. */
+  let opening = false;
 
   const setState = (s: LinkState) => {
     if (s === state) return;
@@ -50,11 +54,34 @@ export function openLiveStream(token: string): LiveStream {
     socket.send(JSON.stringify({ type: 'subscribe', site_ids: sites.slice(0, 100) }));
   };
 
+  const retryLater = (code?: number) => {
+    if (code === 4429) setState('elsewhere');
+    else setState('reconnecting');
+    const wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] ?? 30_000;
+    attempt++;
+    retryTimer = setTimeout(connect, code === 4429 ? 30_000 : wait);
+  };
+
   const connect = () => {
-    if (closed || sites.length === 0) return;
+    if (closed || sites.length === 0 || opening || socket) return;
+    opening = true;
+    ticket().then(
+      (t) => {
+        opening = false;
+        if (!closed && sites.length > 0 && !socket) open(t);
+      },
+      () => {
+        // A refused token signs the page out (api.ts); anything else is tried again.
+        opening = false;
+        if (!closed) retryLater();
+      },
+    );
+  };
+
+  const open = (t: string) => {
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const ws = new WebSocket(
-      `${scheme}//${location.host}/v1/operator/stream?access_token=${encodeURIComponent(token)}`,
+      `${scheme}//${location.host}/v1/operator/stream?ticket=${encodeURIComponent(t)}`,
     );
     socket = ws;
     ws.onopen = () => {
@@ -80,11 +107,7 @@ export function openLiveStream(token: string): LiveStream {
       if (socket !== ws || closed) return;
       socket = undefined;
       if (event.code === 4401) return setState('expired');
-      if (event.code === 4429) setState('elsewhere');
-      else setState('reconnecting');
-      const wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)] ?? 30_000;
-      attempt++;
-      retryTimer = setTimeout(connect, event.code === 4429 ? 30_000 : wait);
+      retryLater(event.code);
     };
   };
 

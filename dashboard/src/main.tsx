@@ -69,7 +69,9 @@ function SignedIn({
     const api = createApi(session.token, (error) =>
       signOut(error.code === 2002 ? 'Your session expired; sign in again.' : `Signed out: ${error.message}`),
     );
-    const live = openLiveStream(session.token);
+    const live = openLiveStream(() =>
+      api.post<{ ticket: string }>('/v1/operator/stream/tickets').then((answer) => answer.ticket),
+    );
     return { session, api, live, fleet: createFleetStore(api, live), canWrite: canWrite(session) };
   }, [session.token]);
 

@@ -32,18 +32,30 @@ export const EXTRA_OPERATIONS: Array<{ method: 'GET'; url: string; operation: Js
       summary: 'Live telemetry stream (WebSocket)',
       operationId: 'openTelemetryStream',
       description:
-        'Upgrade to WebSocket with the bearer token in Authorization (or `access_token` query parameter for ' +
-        'browsers). Send `{"type":"subscribe","device_ids":[...]}` or `{"type":"subscribe","site_ids":[...]}`; ' +
+        'Upgrade to WebSocket with the bearer token in Authorization, or, from a browser (which cannot set ' +
+        'Authorization on a WebSocket), with `ticket` from POST /v1/operator/stream/tickets: one use, within 30 s. ' +
+        'The `access_token` query parameter is deprecated (a token in a URL ends up in logs and history) and ' +
+        'goes in the next release. Send `{"type":"subscribe","device_ids":[...]}` or `{"type":"subscribe","site_ids":[...]}`; ' +
         'receive `subscribed`, then `telemetry`, `device_status` and `command_status` messages. A second ' +
         'connection of the same client with the same subscription set is closed with 4429; a consumer more than ' +
         '1 MiB behind with 4008; an expired token with 4401. The server pings every 30 s.',
       security: [{ operatorOAuth: ['read'] }],
       parameters: [
         {
+          name: 'ticket',
+          in: 'query',
+          required: false,
+          description:
+            'A stream ticket (POST /v1/operator/stream/tickets) instead of Authorization: one use, 30 s',
+          schema: { type: 'string' },
+        },
+        {
           name: 'access_token',
           in: 'query',
           required: false,
-          description: 'The bearer token, for browsers (which cannot set Authorization on a WebSocket)',
+          deprecated: true,
+          description:
+            'Deprecated: the bearer token in the URL. Use `ticket`; this parameter goes in the next release',
           schema: { type: 'string' },
         },
       ],

@@ -179,9 +179,12 @@ function fastifyOptions(
   };
 }
 
-/** Redacts credentials that can ride in a URL (the stream's `access_token` for browsers). */
+/**
+ * Redacts credentials that can ride in a URL: the stream's deprecated `access_token`, and its `ticket` (used once
+ * and short-lived, but a credential until then).
+ */
 function redactUrl(url: string): string {
-  return url.replace(/([?&](?:access_token|client_secret|device_secret)=)[^&]*/gi, '$1[redacted]');
+  return url.replace(/([?&](?:access_token|ticket|client_secret|device_secret)=)[^&]*/gi, '$1[redacted]');
 }
 
 /** Request logs carry method, redacted URL and request id: never a header, token, secret or signature. */

@@ -8,7 +8,7 @@ import type { Scope } from '../../shared/index.js';
  * their principal's secret generation, so rotating or resetting a secret revokes every token issued with the
  * old one (at the end of a rotation's grace), and revoking a client revokes all of its tokens.
  */
-export type TokenKind = 'op' | 'dv';
+export type TokenKind = 'op' | 'dv' | 'st';
 
 export interface OperatorClaims {
   sub: string;
@@ -26,6 +26,22 @@ export interface DeviceClaims {
   exp: number;
 }
 
+/**
+ * A stream ticket (DESIGN.md §8): one WebSocket connection as the client, asked for with an access token whose
+ * expiry (`tex`) and secret generation it keeps; `jti` makes it usable once (the replay cache remembers it).
+ */
+export interface StreamTicketClaims {
+  sub: string;
+  scp: Scope[];
+  ops: string[];
+  gen: number;
+  /** The access token's expiry, s: the connection closes then (4401), as one opened with the token would. */
+  tex: number;
+  jti: string;
+  iat: number;
+  exp: number;
+}
+
 export type VerifyResult<C> =
   | { ok: true; claims: C }
   | { ok: false; reason: 'malformed' | 'bad_signature' | 'wrong_kind' | 'expired' };
@@ -33,7 +49,7 @@ export type VerifyResult<C> =
 export function createTokenService(key: Buffer) {
   const mac = (data: string) => createHmac('sha256', key).update(data).digest();
 
-  function sign(kind: TokenKind, claims: OperatorClaims | DeviceClaims): string {
+  function sign(kind: TokenKind, claims: OperatorClaims | DeviceClaims | StreamTicketClaims): string {
     const body = `${kind}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
     return `${body}.${mac(body).toString('base64url')}`;
   }
@@ -43,7 +59,12 @@ export function createTokenService(key: Buffer) {
   const verified = new Map<string, { kind: string; claims: { exp: number } }>();
   const VERIFIED_MAX = 100_000;
 
-  function verify<C extends { exp: number }>(token: string, kind: TokenKind, nowMs: number): VerifyResult<C> {
+  function verify<C extends { exp: number }>(
+    token: string,
+    kind: TokenKind,
+    nowMs: number,
+    remember = true,
+  ): VerifyResult<C> {
     const hit = verified.get(token);
     if (hit) {
       if (hit.kind !== kind) return { ok: false, reason: 'wrong_kind' };
@@ -73,6 +94,7 @@ export function createTokenService(key: Buffer) {
       return { ok: false, reason: 'malformed' };
     }
     if (claims.exp * 1000 <= nowMs) return { ok: false, reason: 'expired' };
+    if (!remember) return { ok: true, claims };
     if (verified.size >= VERIFIED_MAX) verified.clear();
     verified.set(token, { kind, claims });
     return { ok: true, claims };
@@ -90,6 +112,13 @@ export function createTokenService(key: Buffer) {
     },
     verifyDeviceToken(token: string, nowMs: number): VerifyResult<DeviceClaims> {
       return verify<DeviceClaims>(token, 'dv', nowMs);
+    },
+    issueStreamTicket(claims: StreamTicketClaims): string {
+      return sign('st', claims);
+    },
+    /** Not kept among the verified: a ticket is used once. */
+    verifyStreamTicket(ticket: string, nowMs: number): VerifyResult<StreamTicketClaims> {
+      return verify<StreamTicketClaims>(ticket, 'st', nowMs, false);
     },
   };
 }

@@ -16,6 +16,7 @@ import { ApiError, errors } from '../domain/api-error.js';
 import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../domain/client-credentials.js';
 import type { OperatorTokenDeps } from '../http/auth/authenticate.js';
 import { bearerToken, verifyOperatorToken } from '../http/auth/authenticate.js';
+import { redeemStreamTicket, type StreamTicketDeps } from '../http/auth/stream-tickets.js';
 import type { PrincipalDirectory } from '../services/principal-directory.js';
 import type { Tenancy } from '../services/tenancy.js';
 import { createStreamEvents } from './stream-events.js';
@@ -24,7 +25,7 @@ import type { Subscriber, SubscriptionRegistry } from './subscribers.js';
 export type { Subscriber, SubscriptionRegistry } from './subscribers.js';
 
 /** What the stream needs: who may see what (the directory, sites) and how tokens are checked. */
-export interface StreamDeps extends OperatorTokenDeps {
+export interface StreamDeps extends OperatorTokenDeps, StreamTicketDeps {
   directory: PrincipalDirectory;
   tenancy: Pick<Tenancy, 'findSite'>;
 }
@@ -227,12 +228,26 @@ export function createTelemetryStream(
   }, pingEveryMs);
   pinger.unref();
 
-  async function authenticate(request: FastifyRequest) {
+  /** The connection's client: a bearer token in Authorization, a one-use ticket, or (deprecated) the token in the URL. */
+  async function identify(request: FastifyRequest) {
     const query = request.query as Record<string, unknown> | undefined;
+    if (!request.headers.authorization && typeof query?.ticket === 'string')
+      return redeemStreamTicket(ctx, query.ticket);
     const fromQuery = typeof query?.access_token === 'string' ? query.access_token : undefined;
     const token = request.headers.authorization ? bearerToken(request.headers.authorization) : fromQuery;
     if (!token) throw errors.unauthorized('Missing bearer token');
     const principal = await verifyOperatorToken(ctx, token);
+    const claims = ctx.tokens.verifyOperatorToken(token, ctx.now());
+    return {
+      principal,
+      expiresMs: claims.ok ? claims.claims.exp * 1000 : ctx.now(),
+      gen: (claims.ok ? claims.claims.gen : undefined) ?? FIRST_CLIENT_SECRET_GEN,
+    };
+  }
+
+  async function authenticate(request: FastifyRequest) {
+    const identified = await identify(request);
+    const { principal } = identified;
     if (!principal.scopes.includes('read')) throw errors.forbidden('This client lacks the read scope');
     if ((perClient.get(principal.clientId) ?? 0) >= STREAM_MAX_CONNECTIONS_PER_CLIENT) {
       throw new ApiError(ErrorCode.RATE_LIMITED, 'Too many requests', {
@@ -240,12 +255,7 @@ export function createTelemetryStream(
         headers: { 'retry-after': String(STREAM_PING_INTERVAL_SECONDS) },
       });
     }
-    const claims = ctx.tokens.verifyOperatorToken(token, ctx.now());
-    return {
-      principal,
-      expiresMs: claims.ok ? claims.claims.exp * 1000 : ctx.now(),
-      gen: (claims.ok ? claims.claims.gen : undefined) ?? FIRST_CLIENT_SECRET_GEN,
-    };
+    return identified;
   }
 
   return {

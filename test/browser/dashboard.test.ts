@@ -25,7 +25,17 @@ const SIM_CHARGERS = 3;
 beforeAll(async () => {
   const dataDir = await dirs.make();
   serve = await spawnServe(
-    ['--env', 'sandbox', '--data-dir', dataDir, '--sim-chargers', String(SIM_CHARGERS)],
+    // Request logs (info) too: the stream's URL as logged is checked.
+    [
+      '--env',
+      'sandbox',
+      '--data-dir',
+      dataDir,
+      '--sim-chargers',
+      String(SIM_CHARGERS),
+      '--log-level',
+      'info',
+    ],
     {
       timeoutMs: 60_000,
     },
@@ -93,6 +103,10 @@ describe('the operator dashboard', () => {
     await expect
       .poll(() => page.locator('[data-link]').getAttribute('data-link'), { timeout: 15_000 })
       .toBe('live');
+    // The stream opened with a one-use ticket: no access token in any URL the platform logged.
+    const logged = serve.stdout() + serve.stderr();
+    expect(logged).toContain('/v1/operator/stream?ticket=[redacted]');
+    expect(logged).not.toContain('access_token=');
     // The simulated chargers, online, at least one of them charging with power from the stream.
     await expect
       .poll(

@@ -9,6 +9,7 @@ import {
   type TestPlatform,
 } from '../helpers/platform.js';
 import type { TestRedis } from '../helpers/redis.js';
+import { streamUpgrade } from '../helpers/stream-upgrade.js';
 
 /**
  * The stream's "one connection per client_id per subscription set" (DESIGN.md §8) across the instances of one
@@ -158,6 +159,26 @@ afterAll(async () => {
   for (const ws of sockets) ws.terminate();
   for (const p of [a, b, c]) await p?.stop();
   await cluster.stop();
+});
+
+describe('stream tickets across instances', () => {
+  it('a ticket asked for on A opens the stream on B, once: A and C then refuse it', async () => {
+    const asked = await a.http.post('/v1/operator/stream/tickets', { token: tenant.token });
+    expect(asked.status, asked.text).toBe(200);
+    const ticket = asked.body.data.ticket as string;
+    const ws = new WebSocket(`wss://127.0.0.1:${b.port}/v1/operator/stream?ticket=${ticket}`, { ca: b.ca });
+    sockets.push(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    for (const p of [a, c])
+      expect(await streamUpgrade(p, {}, `?ticket=${ticket}`)).toMatchObject({
+        status: 401,
+        body: { code: 2001 },
+      });
+    ws.close();
+  });
 });
 
 describe('one connection per client and subscription set, across instances', () => {

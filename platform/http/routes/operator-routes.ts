@@ -7,6 +7,7 @@ import { operatorControlRoutes } from './operator-control-routes.js';
 import { operatorDiagnosticsRoutes } from './operator-diagnostics-routes.js';
 import { operatorMaintenanceRoutes } from './operator-maintenance-routes.js';
 import { operatorReadRoutes } from './operator-read-routes.js';
+import { operatorStreamRoutes } from './operator-stream-routes.js';
 import { operatorTokenRoute } from './operator-token.js';
 import { operatorUpdateRoutes } from './operator-update-routes.js';
 import { operatorWebhookRoutes } from './operator-webhook-routes.js';
@@ -16,6 +17,7 @@ export function operatorRoutes(ctx: PlatformContext, webhooks: WebhookService): 
   return [
     operatorTokenRoute(ctx),
     ...operatorReadRoutes(ctx),
+    ...operatorStreamRoutes(ctx),
     ...operatorCommandRoutes(ctx),
     ...operatorMaintenanceRoutes(ctx),
     ...operatorDiagnosticsRoutes(ctx),
