@@ -52,6 +52,8 @@ export function pathOf(route: AnyRoute, ids: Ids): string {
   });
 }
 
+let uploads = 0;
+
 export function queryOf(route: AnyRoute, ids: Ids): string {
   const t = Date.now();
   const queries: Record<string, Record<string, string>> = {
@@ -63,6 +65,12 @@ export function queryOf(route: AnyRoute, ids: Ids): string {
     },
     'GET /v1/operator/charging-records': { device_id: ids.device_id },
     'GET /v1/operator/devices': { site_id: ids.site_id },
+    // A new version each time: a version uploaded before answers 409.
+    'POST /v1/operator/artifacts': {
+      kind: 'agent',
+      version: `matrix-${t}-${++uploads}`,
+      operator_id: ids.operator_id,
+    },
   };
   const q = queries[key(route)];
   return q ? `?${new URLSearchParams(q)}` : '';
@@ -122,8 +130,18 @@ export interface RawRequest {
   headers: Record<string, string>;
 }
 
-/** The valid file body of a route that takes one (a diagnostics archive, whole); undefined for JSON routes. */
+/**
+ * The valid file body of a route that takes one (an agent bundle with its signature, a diagnostics archive,
+ * whole); undefined for JSON routes.
+ */
 export function rawRequestOf(route: AnyRoute): RawRequest | undefined {
+  if (key(route) === 'POST /v1/operator/artifacts') {
+    return {
+      body: Buffer.from('an agent bundle'),
+      contentType: 'application/octet-stream',
+      headers: { 'x-artifact-signature': `${'A'.repeat(86)}==` },
+    };
+  }
   if (key(route) !== 'PUT /v1/device/diagnostics/:diagnostics_id') return undefined;
   const archive = gzipSync(Buffer.from('a diagnostics archive'));
   return {

@@ -3,6 +3,7 @@ import type { AnyRoute } from '../../platform/http/route-spec.js';
 import { bodyOf, type Ids, pathOf, queryOf, rawRequestOf } from './auth-matrix-requests.js';
 import {
   createTenant,
+  type HttpClient,
   type HttpResult,
   operatorToken,
   type RegisteredDevice,
@@ -185,13 +186,21 @@ export class AuthMatrix {
     return w;
   };
 
-  /** Sends the route's valid request with the given Authorization header (or none); Alpha's ids unless given. */
-  call = async (route: AnyRoute, authorization: string | undefined, ids?: Ids): Promise<HttpResult> => {
+  /**
+   * Sends the route's valid request with the given Authorization header (or none); Alpha's ids unless given;
+   * to the platform, or `via` another client (a validating proxy in front of it).
+   */
+  call = async (
+    route: AnyRoute,
+    authorization: string | undefined,
+    ids?: Ids,
+    via: HttpClient = this.tp.http,
+  ): Promise<HttpResult> => {
     const target = ids ?? this.world!.own;
     const body = bodyOf(route, target);
     const raw = rawRequestOf(route);
     const headers = { ...raw?.headers, ...(authorization !== undefined ? { authorization } : {}) };
-    return this.tp.http.call(route.method, pathOf(route, target) + queryOf(route, target), {
+    return via.call(route.method, pathOf(route, target) + queryOf(route, target), {
       ...(Object.keys(headers).length > 0 ? { headers } : {}),
       ...(raw ? { raw: raw.body, contentType: raw.contentType } : body !== undefined ? { json: body } : {}),
     });

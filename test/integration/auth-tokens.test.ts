@@ -221,13 +221,15 @@ describe('credential checks answer alike, whatever was wrong', () => {
     expectRefusal(basicWrong, 401, 2001, 'basic wrong secret', 'invalid_client');
     expect(comparable(await basic(`${unknown.slice(0, -1)}1`, 'nope'))).toEqual(comparable(basicWrong));
     expect(comparable(await basic(unknown, c.secret))).toEqual(comparable(basicWrong));
-    // A secret in the query string is redacted from the logs too (checked at the end).
+    // A secret in the query string: refused as any unknown query parameter (invalid_request, the value not
+    // echoed), and redacted from the logs too (checked at the end).
     const inQuery = await tp.http.post(
       `/v1/operator/oauth/token?client_secret=${encodeURIComponent(c.secret)}`,
       { json: { client_id: c.clientId, client_secret: c.secret, grant_type: 'client_credentials' } },
     );
-    expect(inQuery.status).toBe(200);
-    keepToken(inQuery.body.access_token);
+    expectRefusal(inQuery, 400, 1001, 'secret in the query', 'invalid_request');
+    expect(inQuery.body.details.field).toBe('client_secret');
+    expect(inQuery.text).not.toContain(c.secret);
   });
 
   it('device token endpoint: unknown device, wrong secret, reset device and rotated secret answer identically', async () => {

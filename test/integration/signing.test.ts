@@ -47,12 +47,18 @@ describe('signed requests', () => {
     expect(tel.status).toBe(200);
     expect(tel.body.data).toEqual({ accepted: 1 });
 
-    // The query string is part of the signed path; a body-less DELETE signs the empty body.
-    const withQuery = await send(opStop({ path: `${stopPath(dev.deviceId, 2)}?trace=abc&x=1` }));
-    expect(withQuery.status).toBe(200);
+    // The query string is part of the signed path (a signed read); a body-less DELETE signs the empty body.
+    const withQuery = await send({
+      method: 'GET',
+      path: `/v1/operator/devices?site_id=${tenant.siteId}&size=5`,
+      token: tenant.token,
+      secret: tenant.clientSecret,
+    });
+    expect(withQuery.status, withQuery.text).toBe(200);
+    expect(withQuery.body.data.items.map((d: { device_id: string }) => d.device_id)).toContain(dev.deviceId);
     const cancel = await send({
       method: 'DELETE',
-      path: `/v1/operator/commands/${withQuery.body.data.command_id}`,
+      path: `/v1/operator/commands/${stop.body.data.command_id}`,
       token: tenant.token,
       secret: tenant.clientSecret,
     });
