@@ -1,6 +1,9 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import openapiTS, { astToString } from 'openapi-typescript';
+import ts from 'typescript';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusesOf, toOpenApiPath } from '../../platform/http/openapi.js';
@@ -26,7 +29,10 @@ afterAll(async () => {
 
 const operations = () =>
   Object.entries(
-    doc.paths as Record<string, Record<string, { parameters?: unknown[]; responses: object }>>,
+    doc.paths as Record<
+      string,
+      Record<string, { parameters?: unknown[]; responses: object; operationId?: string }>
+    >,
   ).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
 
 describe('the document', () => {
@@ -200,6 +206,29 @@ describe('the document', () => {
     expect(types).toMatch(
       /error: "invalid_request" \| "invalid_client" \| "unsupported_grant_type" \| "invalid_scope";/,
     );
+  });
+});
+
+describe('a generated client (openapi-typescript)', () => {
+  it('names every operation, and its types compile under strict TypeScript', async () => {
+    const types = astToString(await openapiTS(structuredClone(doc)));
+    const all = operations();
+    // Each operation of `paths` refers to its named entry of `operations`, none is inline.
+    const names = [...types.matchAll(/(get|put|post|delete|patch): operations\["([^"]+)"\];/g)].map(
+      (m) => m[2],
+    );
+    // (The webhooks' operations too: they are named in the document's `webhooks`.)
+    const webhooks = Object.values(doc.webhooks as Record<string, { post: { operationId: string } }>);
+    const expected = [...all.map(({ op }) => op.operationId), ...webhooks.map((w) => w.post.operationId)];
+    expect(names.sort()).toEqual(expected.sort());
+    expect(new Set(names).size).toBe(all.length + webhooks.length);
+    const file = join(tp.dataDir, 'api.d.ts');
+    await writeFile(file, types);
+    const program = ts.createProgram([file], { strict: true, noEmit: true, skipLibCheck: false });
+    const diagnostics = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    expect(diagnostics).toEqual([]);
   });
 });
 
