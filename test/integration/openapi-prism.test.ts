@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_REFERENCE_ASSETS } from '../../platform/http/api-reference-page.js';
 import type { AnyRoute } from '../../platform/http/route-spec.js';
 import { AuthMatrix, type AuthWorld } from '../helpers/auth-matrix.js';
 import { key } from '../helpers/auth-matrix-requests.js';
@@ -117,6 +118,27 @@ describe('a session through Prism (validating proxy) in front of the platform', 
     const flagged = exchanges.filter((e) => e.violations.length > 0);
     expect(flagged).toEqual([]);
     expect(exchanges.length).toBeGreaterThan(60);
+  });
+
+  it('the operations outside the table (but the WebSocket stream): health, readiness, reference, dashboard, document', async () => {
+    const paths = [
+      '/healthz',
+      '/readyz',
+      '/docs',
+      ...API_REFERENCE_ASSETS.map((name) => `/docs/assets/${name}`),
+      '/dashboard',
+      '/dashboard/assets/dashboard.js',
+      '/dashboard/assets/dashboard.css',
+      '/v1/openapi.json',
+    ];
+    for (const path of paths) {
+      const res = noted(`GET ${path}`, await viaPrism.get(path));
+      expect({ path, status: res.status, violations: violationsOf(res) }).toEqual({
+        path,
+        status: 200,
+        violations: [],
+      });
+    }
   });
 
   it('the token endpoint: credentials in a JSON body, in a form body, and as HTTP Basic', async () => {
