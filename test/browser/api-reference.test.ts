@@ -28,9 +28,10 @@ describe('the interactive API reference', () => {
     const { page } = w;
     await page.goto(`${tp.url}/docs`);
     await page.waitForSelector('.opblock');
-    // Every route, the nine served outside the route table (stream, probes, docs, dashboard, document), and the webhook events.
+    // Every route, the eight served outside the route table (stream, probes, docs, dashboard, document), and the
+    // webhook events.
     expect(await page.locator('.opblock').count()).toBe(
-      tp.platform.routes.length + 9 + WEBHOOK_EVENT_TYPES.length,
+      tp.platform.routes.length + 8 + WEBHOOK_EVENT_TYPES.length,
     );
 
     await page.click('button.authorize');
