@@ -27,6 +27,8 @@ export interface SqliteTelemetryBlocks {
   compact(): Promise<number>;
   /** Whether a block holds the connector's sample at `tsMs` (a re-sent sample is a duplicate). */
   holds(deviceId: string, connectorId: number, tsMs: number): boolean;
+  /** The sample times of the connector's block of the hour starting at `startMs` (empty when it has none). */
+  timesIn(deviceId: string, connectorId: number, startMs: number): ReadonlySet<number>;
   /** The connector's block samples in `[fromMs, toMs]`, in time order. */
   samplesIn(deviceId: string, connectorId: number, fromMs: number, toMs: number): BlockSample[];
   /** The connector's newest sample in a block. */
@@ -101,6 +103,20 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
   const key = (deviceId: string, connectorId: number, startMs: number) =>
     `${deviceId}|${connectorId}|${startMs}`;
 
+  const timesIn = (deviceId: string, connectorId: number, startMs: number): ReadonlySet<number> => {
+    const k = key(deviceId, connectorId, startMs);
+    let times = cache.get(k);
+    if (!times) {
+      const stored = stmt.block.get(deviceId, connectorId, startMs) as Buffer | undefined;
+      // No block is remembered too (an empty set): a backlog of 500 samples asks of the same hour 500 times.
+      // Compaction forgets the key when it writes the block, retention the whole cache.
+      times = stored ? new Set(decodeBlock(stored).map((s) => s.ts_ms)) : new Set();
+      if (cache.size >= CACHED_BLOCKS) cache.delete(cache.keys().next().value as string);
+      cache.set(k, times);
+    }
+    return times;
+  };
+
   /**
    * Moves one device's compactable rows of its oldest hour that has any into their blocks: the samples moved
    * (0 when it has none left). An hour per write keeps each write to a few milliseconds, also while a database
@@ -171,19 +187,9 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
       return running;
     },
     holds(deviceId, connectorId, tsMs) {
-      const startMs = blockStart(tsMs);
-      const k = key(deviceId, connectorId, startMs);
-      let times = cache.get(k);
-      if (!times) {
-        const stored = stmt.block.get(deviceId, connectorId, startMs) as Buffer | undefined;
-        // No block is remembered too (an empty set): a backlog of 500 samples asks of the same hour 500 times.
-        // Compaction forgets the key when it writes the block, retention the whole cache.
-        times = stored ? new Set(decodeBlock(stored).map((s) => s.ts_ms)) : new Set();
-        if (cache.size >= CACHED_BLOCKS) cache.delete(cache.keys().next().value as string);
-        cache.set(k, times);
-      }
-      return times.has(tsMs);
+      return timesIn(deviceId, connectorId, blockStart(tsMs)).has(tsMs);
     },
+    timesIn,
     samplesIn(deviceId, connectorId, fromMs, toMs) {
       const blocks = stmt.blocksIn.all(deviceId, connectorId, fromMs - BLOCK_MS, toMs) as Buffer[];
       return blocks.flatMap((b) => decodeBlock(b).filter((s) => s.ts_ms >= fromMs && s.ts_ms <= toMs));

@@ -5,7 +5,7 @@ import {
   type TelemetryRecord,
 } from '../../../shared/index.js';
 import type { ConnectorRow, TelemetryRepository } from '../store.js';
-import { compactedBefore } from '../telemetry-compaction.js';
+import { blockStart, compactedBefore } from '../telemetry-compaction.js';
 import { placeholders, type StatementCache } from './database.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { type RawConnector, telemetryRow, toConnector } from './rows.js';
@@ -25,7 +25,7 @@ export function createSqliteTelemetry(
   batcher: ReturnType<typeof createWriteBatcher>,
   prepared: StatementCache,
   /** The compressed blocks a late sample may already be in (DESIGN.md §21), and the store's clock. */
-  compacted: { blocks: () => Pick<SqliteTelemetryBlocks, 'holds'>; now: () => number },
+  compacted: { blocks: () => Pick<SqliteTelemetryBlocks, 'timesIn'>; now: () => number },
 ) {
   const stmt = {
     listConnectors: db.prepare('SELECT * FROM connectors WHERE device_id = ? ORDER BY connector_id'),
@@ -75,6 +75,13 @@ export function createSqliteTelemetry(
     resolve: (inserted: number) => void;
     reject: (err: unknown) => void;
   }
+  /** A connector's newest record of a turn so far, kept without a row object per record. */
+  interface NewestRecord {
+    p: PendingTelemetry;
+    t: TelemetryRecord;
+    tsMs: number;
+    id: number;
+  }
   const live = createLiveConnectors();
   let newestTelemetryId = (db.prepare('SELECT MAX(id) FROM telemetry').pluck().get() as number | null) ?? 0;
   {
@@ -83,40 +90,68 @@ export function createSqliteTelemetry(
     if (upTo === undefined) stmt.setSetting.run(LIVE_STATE_SETTING, String(newestTelemetryId));
     else for (const row of stmt.telemetrySince.iterate(Number(upTo)) as Iterable<LiveRow>) live.note(row);
   }
+  /**
+   * Inserts a turn's records. The hot loop of a backlog (500 records a request): the record's own fields go to
+   * the statement, with no row object per record; each connector's newest record becomes its live-state row once,
+   * at the end; old samples ask the blocks once per connector-hour, not once per sample.
+   */
   const insertTelemetryBatch = (batch: readonly PendingTelemetry[]) => {
-    const newest = new Map<string, LiveRow>();
+    const newest = new Map<string, NewestRecord>();
     const maybeInBlocks = compactedBefore(compacted.now());
     const blocks = compacted.blocks();
+    let held:
+      | { deviceId: string; connectorId: number; startMs: number; times: ReadonlySet<number> }
+      | undefined;
     const counts = batch.map((p) => {
       let n = 0;
       for (const t of p.records) {
-        const row = telemetryRow(p.deviceId, t, p.receivedMs);
+        const tsMs = Date.parse(t.timestamp);
         // An old sample may be in a block already: then it is a duplicate, as the unique index says of recent ones.
-        if (row.ts_ms < maybeInBlocks && blocks.holds(p.deviceId, row.connector_id, row.ts_ms)) continue;
+        if (tsMs < maybeInBlocks) {
+          const startMs = blockStart(tsMs);
+          if (
+            held?.deviceId !== p.deviceId ||
+            held.connectorId !== t.connector_id ||
+            held.startMs !== startMs
+          ) {
+            const times = blocks.timesIn(p.deviceId, t.connector_id, startMs);
+            held = { deviceId: p.deviceId, connectorId: t.connector_id, startMs, times };
+          }
+          if (held.times.has(tsMs)) continue;
+        }
         const result = stmt.insertTelemetry.run(
-          row.device_id,
-          row.connector_id,
-          row.ts_ms,
-          row.state,
-          row.voltage,
-          row.current,
-          row.power,
-          row.energy_delivered,
-          row.soc,
-          row.temperature,
-          row.phase_details,
-          row.received_ms,
+          p.deviceId,
+          t.connector_id,
+          tsMs,
+          t.state,
+          t.voltage ?? null,
+          t.current ?? null,
+          t.power ?? null,
+          t.energy_delivered ?? null,
+          t.soc ?? null,
+          t.temperature ?? null,
+          t.phase_details ? JSON.stringify(t.phase_details) : null,
+          p.receivedMs,
         );
         if (result.changes !== 1) continue;
         n++;
         const key = `${p.deviceId}|${t.connector_id}`;
         const seen = newest.get(key);
-        if (!seen || seen.ts_ms <= row.ts_ms)
-          newest.set(key, Object.assign(row, { id: Number(result.lastInsertRowid) }));
+        const id = Number(result.lastInsertRowid);
+        if (!seen) newest.set(key, { p, t, tsMs, id });
+        else if (seen.tsMs <= tsMs) {
+          seen.p = p;
+          seen.t = t;
+          seen.tsMs = tsMs;
+          seen.id = id;
+        }
       }
       return n;
     });
-    return { counts, newest: [...newest.values()] };
+    const rows = [...newest.values()].map(({ p, t, id }) =>
+      Object.assign(telemetryRow(p.deviceId, t, p.receivedMs), { id }),
+    );
+    return { counts, newest: rows };
   };
   /** After the commit: the new rows' live state, then the callers. */
   const settle = (
