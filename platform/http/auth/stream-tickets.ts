@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { STREAM_TICKET_TTL_SECONDS, type StreamTicket } from '../../../shared/index.js';
+import { ErrorCode, STREAM_TICKET_TTL_SECONDS, type StreamTicket } from '../../../shared/index.js';
 import { ApiError, errors } from '../../domain/api-error.js';
 import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../../domain/client-credentials.js';
 import type { OperatorPrincipal } from '../../services/principal.js';
@@ -51,7 +51,7 @@ export async function redeemStreamTicket(deps: StreamTicketDeps, ticket: string)
   const verified = deps.tokens.verifyStreamTicket(ticket, nowMs);
   if (!verified.ok) {
     throw verified.reason === 'expired'
-      ? new ApiError(errors.tokenExpired().code, 'Stream ticket expired: ask for a new one')
+      ? new ApiError(ErrorCode.TOKEN_EXPIRED, 'Stream ticket expired: ask for a new one')
       : errors.unauthorized('Invalid stream ticket');
   }
   const { claims } = verified;
