@@ -45,18 +45,30 @@ export function verifyOperatorToken(
   if (!result.ok)
     throw result.reason === 'expired' ? errors.tokenExpired() : errors.unauthorized('Invalid access token');
   const { claims } = result;
-  const gen = claims.gen ?? FIRST_CLIENT_SECRET_GEN;
   const principal = { clientId: claims.sub, scopes: claims.scp, operatorIds: claims.ops };
+  return admitClient(ctx, principal, claims.gen ?? FIRST_CLIENT_SECRET_GEN, nowMs);
+}
+
+/**
+ * `principal` if its client still holds secret generation `gen` (a token's or a stream ticket's): not revoked,
+ * and not past a rotation's grace.
+ */
+export function admitClient(
+  ctx: Pick<OperatorTokenDeps, 'directory'>,
+  principal: OperatorPrincipal,
+  gen: number,
+  nowMs: number,
+): OperatorPrincipal | Promise<OperatorPrincipal> {
   const admit = () => {
-    const entry = ctx.directory.client(claims.sub);
+    const entry = ctx.directory.client(principal.clientId);
     if (!entry || !operatorTokenLive(entry, gen, nowMs))
       throw errors.unauthorized('Client credentials were revoked');
     return principal;
   };
-  const cached = ctx.directory.client(claims.sub);
+  const cached = ctx.directory.client(principal.clientId);
   // An unknown client, or a newer generation than the cached one, may be news from another instance.
   if (cached && cached.secret_gen >= gen) return admit();
-  return ctx.directory.refreshClient(claims.sub).then(admit);
+  return ctx.directory.refreshClient(principal.clientId).then(admit);
 }
 
 export function authenticateOperator(

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, STREAM_TICKET_TTL_SECONDS, type StreamTicket } from '../../../shared/index.js';
 import { ApiError, errors } from '../../domain/api-error.js';
-import { FIRST_CLIENT_SECRET_GEN, operatorTokenLive } from '../../domain/client-credentials.js';
+import { FIRST_CLIENT_SECRET_GEN } from '../../domain/client-credentials.js';
 import type { OperatorPrincipal } from '../../services/principal.js';
 import type { PlatformContext } from '../context.js';
-import { bearerToken } from './authenticate.js';
+import { admitClient, bearerToken } from './authenticate.js';
 
 /**
  * Stream tickets (docs/api.md, "Live telemetry stream"): a browser cannot set Authorization on a WebSocket, and an
@@ -57,15 +57,9 @@ export async function redeemStreamTicket(deps: StreamTicketDeps, ticket: string)
   const { claims } = verified;
   if (!(await deps.replayCache.remember(`ticket:${claims.jti}`, nowMs)))
     throw errors.unauthorized('Stream ticket already used: ask for a new one');
-  let entry = deps.directory.client(claims.sub);
-  if (!entry || entry.secret_gen < claims.gen) {
-    await deps.directory.refreshClient(claims.sub);
-    entry = deps.directory.client(claims.sub);
-  }
-  if (!entry || !operatorTokenLive(entry, claims.gen, nowMs))
-    throw errors.unauthorized('Client credentials were revoked');
+  const principal = { clientId: claims.sub, scopes: claims.scp, operatorIds: claims.ops };
   return {
-    principal: { clientId: claims.sub, scopes: claims.scp, operatorIds: claims.ops },
+    principal: await admitClient(deps, principal, claims.gen, nowMs),
     expiresMs: claims.tex * 1000,
     gen: claims.gen,
   };

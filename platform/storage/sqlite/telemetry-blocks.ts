@@ -25,9 +25,10 @@ import { MEASUREMENT_COLUMNS } from '../telemetry-history-rows.js';
 export interface SqliteTelemetryBlocks {
   /** One pass over every device; the samples it moved. Concurrent calls share the pass. */
   compact(): Promise<number>;
-  /** Whether a block holds the connector's sample at `tsMs` (a re-sent sample is a duplicate). */
-  holds(deviceId: string, connectorId: number, tsMs: number): boolean;
-  /** The sample times of the connector's block of the hour starting at `startMs` (empty when it has none). */
+  /**
+   * The sample times of the connector's block of the hour starting at `startMs` (empty when it has none): a
+   * re-sent sample among them is a duplicate.
+   */
   timesIn(deviceId: string, connectorId: number, startMs: number): ReadonlySet<number>;
   /** The connector's block samples in `[fromMs, toMs]`, in time order. */
   samplesIn(deviceId: string, connectorId: number, fromMs: number, toMs: number): BlockSample[];
@@ -185,9 +186,6 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
         running = undefined;
       });
       return running;
-    },
-    holds(deviceId, connectorId, tsMs) {
-      return timesIn(deviceId, connectorId, blockStart(tsMs)).has(tsMs);
     },
     timesIn,
     samplesIn(deviceId, connectorId, fromMs, toMs) {
