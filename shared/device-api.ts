@@ -10,7 +10,16 @@ import {
   REASON_MAX_LENGTH,
   TELEMETRY_BATCH_MAX,
 } from './limits.js';
-import { freeText, HeartbeatStatus, Identifier, Soc, TelemetryState, Text, Timestamp } from './primitives.js';
+import {
+  freeText,
+  HeartbeatStatus,
+  Identifier,
+  Soc,
+  storableText,
+  TelemetryState,
+  Text,
+  Timestamp,
+} from './primitives.js';
 import { CommandStatus, PendingCommand } from './resources.js';
 
 // POST /v1/device/register
@@ -214,10 +223,7 @@ export const DeviceEvent = z.object({
   connector_id: z.optional(z.int().check(z.minimum(1), z.maximum(CONNECTORS_PER_DEVICE_MAX))),
   message: z.optional(freeText(REASON_MAX_LENGTH)),
   data: z.optional(
-    z.record(
-      z.string(),
-      z.union([z.string().check(z.maxLength(REASON_MAX_LENGTH)), z.number(), z.boolean(), z.null()]),
-    ),
+    z.record(storableText(), z.union([storableText(REASON_MAX_LENGTH), z.number(), z.boolean(), z.null()])),
   ),
 });
 export type DeviceEvent = z.infer<typeof DeviceEvent>;
@@ -240,7 +246,7 @@ export const ChargingRecordUpload = z
     meter_end: z.optional(z.number().check(z.minimum(0))),
     vehicle_info: z.optional(
       z.object({
-        vin: z.optional(z.string().check(z.maxLength(32))),
+        vin: z.optional(storableText(32)),
         soc_start: z.optional(Soc),
         soc_end: z.optional(Soc),
       }),

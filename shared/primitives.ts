@@ -58,6 +58,16 @@ export function freeText(max: number) {
   return z.string().check(z.maxLength(max), z.regex(WITHOUT_CONTROL_CHARACTERS, CONTROL_CHARACTERS_MESSAGE));
 }
 
+/**
+ * Text a charger stores as it sent it (event data, a VIN): anything but NUL, which neither PostgreSQL's `text`
+ * nor its `jsonb` can hold, so the same upload is refused alike on both backends instead of failing on one.
+ */
+export function storableText(max?: number) {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing NUL is the point
+  const noNul = z.regex(/^[^\u0000]*$/, 'must not contain a NUL character');
+  return max === undefined ? z.string().check(noNul) : z.string().check(z.maxLength(max), noNul);
+}
+
 /** `text` with every control character replaced by a space: for text this side sends as free text. */
 export function replaceControlCharacters(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is the point

@@ -125,3 +125,79 @@ describe('free text without control characters', () => {
     expect(stop.status, stop.text).toBe(200);
   });
 });
+
+// Event data and a VIN are kept as the charger sent them (a newline included), but never with NUL: PostgreSQL's
+// `text` and `jsonb` cannot hold it, so it is refused alike on both backends rather than failing on one (a 500).
+describe('text a charger stores as it sent it', () => {
+  const event = (data: Record<string, string>) => ({
+    events: [
+      {
+        event_id: `ev-${Object.keys(data).length}-${Math.random()}`,
+        kind: 'fault_raised',
+        timestamp: now(),
+        data,
+      },
+    ],
+  });
+  const record = (vin: string) => ({
+    records: [
+      {
+        record_id: `rec-${Math.random()}`,
+        connector_id: 1,
+        start_time: new Date(Date.now() - 60_000).toISOString(),
+        end_time: now(),
+        energy: 1,
+        vehicle_info: { vin },
+      },
+    ],
+  });
+
+  it('refuses NUL in an event data value or key, and in a VIN (400/1001 naming the field)', async () => {
+    const value = expectError(
+      await tp.http.post('/v1/device/events', {
+        token: device.token,
+        json: event({ fault_code: 'E\u000042' }),
+      }),
+      400,
+      1001,
+    );
+    expect(value.details.field).toBe('events.0.data.fault_code');
+    expect(value.message).toContain('NUL');
+    const key = expectError(
+      await tp.http.post('/v1/device/events', { token: device.token, json: event({ 'a\u0000b': 'x' }) }),
+      400,
+      1001,
+    );
+    expect(key.details.field).toMatch(/^events\.0\.data/);
+    const vin = expectError(
+      await tp.http.post('/v1/device/charging-records', {
+        token: device.token,
+        json: record('WVW\u0000ZZZ'),
+      }),
+      400,
+      1001,
+    );
+    expect(vin.details.field).toBe('records.0.vehicle_info.vin');
+  });
+
+  it('takes and returns other control characters there as sent', async () => {
+    const data = { fault_code: 'E42', trace: 'line one\nline two\ttabbed' };
+    const sent = event(data);
+    const up = await tp.http.post('/v1/device/events', { token: device.token, json: sent });
+    expect(up.status, up.text).toBe(200);
+    const events = await tp.http.get(`/v1/operator/devices/${device.deviceId}/events`, {
+      token: tenant.token,
+    });
+    expect(events.status, events.text).toBe(200);
+    const stored = events.body.data.items.find(
+      (e: { event_id: string }) => e.event_id === sent.events[0]!.event_id,
+    );
+    expect(stored?.data).toEqual(data);
+    const rec = await tp.http.post('/v1/device/charging-records', {
+      token: device.token,
+      json: record('WVW\tZZZ'),
+    });
+    expect(rec.status, rec.text).toBe(200);
+    expect(rec.body.data.accepted).toBe(1);
+  });
+});
