@@ -14,8 +14,12 @@ import { ErrorCode, type ErrorResponse } from '../../shared/index.js';
  *   wrong path; the browser then refuses the request it wanted to send.
  */
 export const CORS_ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE';
-export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Signature, X-Timestamp, X-Request-Id';
-export const CORS_EXPOSE_HEADERS = 'RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, X-API-Version';
+// An artifact upload sends its signature in a header; a download may be conditional or ranged (diagnostics,
+// artifacts), and its answer's ETag, Content-Range and file name are what a page needs to read.
+export const CORS_ALLOW_HEADERS =
+  'Authorization, Content-Type, X-Signature, X-Timestamp, X-Request-Id, X-Artifact-Signature, If-None-Match, If-Range, Range';
+export const CORS_EXPOSE_HEADERS =
+  'RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, X-API-Version, ETag, Content-Range, Content-Disposition';
 export const CORS_MAX_AGE_SECONDS = 600;
 
 /**

@@ -53,7 +53,8 @@ describe('an allowed origin', () => {
       expect(res.headers.vary).toBe('Origin');
       expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, PATCH, DELETE');
       expect(res.headers['access-control-allow-headers']).toBe(
-        'Authorization, Content-Type, X-Signature, X-Timestamp, X-Request-Id',
+        'Authorization, Content-Type, X-Signature, X-Timestamp, X-Request-Id, X-Artifact-Signature, If-None-Match, ' +
+          'If-Range, Range',
       );
       expect(res.headers['access-control-max-age']).toBe('600');
     }
@@ -76,7 +77,7 @@ describe('an allowed origin', () => {
     expect(res.headers['access-control-allow-origin']).toBe(APP);
     expect(res.headers.vary).toBe('Origin');
     expect(res.headers['access-control-expose-headers']).toBe(
-      'RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, X-API-Version',
+      'RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, X-API-Version, ETag, Content-Range, Content-Disposition',
     );
     // What is exposed is there to read.
     expect(res.headers.ratelimit).toBeDefined();
