@@ -108,11 +108,14 @@ export async function startBenchPlatform(
   const profile = process.env.BENCH_PROFILE_DIR
     ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
     : [];
+  // BENCH_PLATFORM_NODE_FLAGS="--flag …" adds Node/V8 flags to the platform process alone (experiments such as
+  // the young generation's size), leaving the load generator's process as it is.
+  const nodeFlags = process.env.BENCH_PLATFORM_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
   // Several bench platforms run at once (bench:instances): each gets a metrics port of its own.
   const metricsPort = await freeLoopbackPort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [...profile, ...serveArgs(dataDir, metricsPort, extraArgs)],
+    [...nodeFlags, ...profile, ...serveArgs(dataDir, metricsPort, extraArgs)],
     {
       stdio: ['ignore', process.env.BENCH_PLATFORM_LOG ? 'pipe' : 'ignore', 'pipe'],
       env,

@@ -168,3 +168,88 @@ describe('upgrading a schema-12 database', () => {
     }
   });
 });
+
+/**
+ * A deployment from before the integer device key of the recent telemetry table (schema 17): its rows keep their
+ * ids (the rollups, the live state and retention follow them) and their charger, and ingest, duplicates and reads
+ * go on over them.
+ */
+describe('upgrading a schema-17 database', () => {
+  it('keeps every recent telemetry row under its id and charger, and takes new ones after them', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cp-migrate-'));
+    dirs.push(dir);
+    // Recent enough not to be compacted by the store's first passes.
+    const T = Date.now() - 10 * 60_000;
+    loadOrCreatePlatformKeys(dir);
+    const migrations = 17;
+    type Row = { id: number; device_id: string; connector_id: number; ts_ms: number; power: number };
+    let before: Row[];
+    {
+      const db = new Database(join(dir, DATABASE_FILE));
+      for (const m of MIGRATIONS.slice(0, migrations)) db.exec(m);
+      db.pragma(`user_version = ${migrations}`);
+      db.prepare("INSERT INTO operators VALUES ('op_a', 'A', 0)").run();
+      db.prepare("INSERT INTO sites VALUES ('site_a', 'op_a', 'a', 'UTC', 0)").run();
+      for (const d of ['dev_a', 'dev_b'])
+        db.prepare(
+          "INSERT INTO devices (device_id, sn, site_id, registered_ms) VALUES (?, ?, 'site_a', 0)",
+        ).run(d, `SN-${d}`);
+      const tel = db.prepare(
+        "INSERT INTO telemetry (id, device_id, connector_id, ts_ms, state, power, received_ms) VALUES (?, ?, ?, ?, 'charging', ?, 0)",
+      );
+      // Ids with gaps (retention and compaction delete rows), chargers interleaved.
+      let id = 10;
+      for (let i = 0; i < 20; i++) {
+        tel.run(id, i % 3 === 0 ? 'dev_b' : 'dev_a', 1 + (i % 2), T + i * 5_000, i);
+        id += 1 + (i % 4);
+      }
+      before = db
+        .prepare('SELECT id, device_id, connector_id, ts_ms, power FROM telemetry ORDER BY id')
+        .all() as Row[];
+      db.close();
+    }
+    const store = createSqliteStore(dir);
+    try {
+      const oneMore = {
+        timestamp: new Date(T + 200_000).toISOString(),
+        connector_id: 1,
+        state: 'charging' as const,
+      };
+      // A sample stored before is a duplicate; a new one is stored.
+      const again = {
+        timestamp: new Date(before[0]!.ts_ms).toISOString(),
+        connector_id: before[0]!.connector_id,
+        state: 'charging' as const,
+        power: 99,
+      };
+      expect(await store.recordTelemetry(before[0]!.device_id, [again, oneMore], T + 200_000)).toBe(1);
+      const history = await store.telemetryHistory({
+        deviceId: 'dev_b',
+        startMs: T - 1,
+        endMs: T + 300_000,
+        limit: 100,
+      });
+      // The first row is dev_b's: its history is its rows from before, then the new sample.
+      expect(history.map((r) => [r.ts_ms, r.connector_id, r.power])).toEqual([
+        ...before.filter((r) => r.device_id === 'dev_b').map((r) => [r.ts_ms, r.connector_id, r.power]),
+        [T + 200_000, 1, null],
+      ]);
+    } finally {
+      await store.close();
+    }
+    const db = new Database(join(dir, DATABASE_FILE), { readonly: true });
+    try {
+      const after = db
+        .prepare('SELECT id, device_id, connector_id, ts_ms, power FROM telemetry ORDER BY id')
+        .all() as Row[];
+      expect(after.slice(0, before.length)).toEqual(before);
+      expect(after).toHaveLength(before.length + 1);
+      expect(after.at(-1)).toMatchObject({ id: before.at(-1)!.id + 1, device_id: before[0]!.device_id });
+      expect(db.prepare('SELECT device_id FROM telemetry_devices ORDER BY device_key').pluck().all()).toEqual(
+        ['dev_a', 'dev_b'],
+      );
+    } finally {
+      db.close();
+    }
+  });
+});

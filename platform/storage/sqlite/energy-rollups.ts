@@ -5,6 +5,7 @@ import { type RollupRun, recomputeRollupRun } from '../../domain/energy-rollup.j
 import { createPassQueue } from '../pass-queue.js';
 import { byConnector, lateRollupRuns, planConnectorRollup, type RollupRow } from '../rollup-rows.js';
 import type { SqliteTelemetryBlocks } from './telemetry-blocks.js';
+import { deviceKeyOf } from './telemetry-keys.js';
 
 /**
  * Keeps `energy_rollups` equal to the integration of the stored telemetry (domain/energy-rollup.ts), behind
@@ -53,14 +54,15 @@ export function createSqliteEnergyRollups(
     newRows: db.prepare(
       'SELECT id, device_id, connector_id, ts_ms, power FROM telemetry WHERE id > ? ORDER BY id LIMIT ?',
     ),
-    maxId: db.prepare('SELECT MAX(id) FROM telemetry').pluck(),
+    maxId: db.prepare('SELECT MAX(id) FROM telemetry_recent').pluck(),
     newestRolledUp: db.prepare(
-      `SELECT connector_id, ts_ms, power FROM telemetry
-       WHERE device_id = ? AND connector_id = ? AND id <= ? ORDER BY ts_ms DESC LIMIT 1`,
+      `SELECT connector_id, ts_ms, power FROM telemetry_recent
+       WHERE device_key = ${deviceKeyOf('?')} AND connector_id = ? AND id <= ? ORDER BY ts_ms DESC LIMIT 1`,
     ),
     samplesIn: db.prepare(
-      `SELECT connector_id, ts_ms, power FROM telemetry
-       WHERE device_id = ? AND ts_ms >= ? AND ts_ms <= ? AND connector_id = ? AND id <= ? ORDER BY ts_ms`,
+      `SELECT connector_id, ts_ms, power FROM telemetry_recent
+       WHERE device_key = ${deviceKeyOf('?')} AND ts_ms >= ? AND ts_ms <= ? AND connector_id = ? AND id <= ?
+       ORDER BY ts_ms`,
     ),
     addDelta: db.prepare(
       `INSERT INTO energy_rollups (device_id, bucket_ms, connector_id, imported_kwh, exported_kwh, power_sum,

@@ -152,10 +152,10 @@ type RetentionStatements = ReturnType<typeof retentionStatements>;
 function retentionStatements(db: Database.Database) {
   return {
     telemetryChunk: db.prepare(
-      'SELECT id, ts_ms, received_ms FROM telemetry WHERE id > ? ORDER BY id LIMIT ?',
+      'SELECT id, ts_ms, received_ms FROM telemetry_recent WHERE id > ? ORDER BY id LIMIT ?',
     ),
-    maxTelemetryId: db.prepare('SELECT MAX(id) FROM telemetry').pluck(),
-    deleteTelemetry: db.prepare('DELETE FROM telemetry WHERE id = ?'),
+    maxTelemetryId: db.prepare('SELECT MAX(id) FROM telemetry_recent').pluck(),
+    deleteTelemetry: db.prepare('DELETE FROM telemetry_recent WHERE id = ?'),
     devices: db
       .prepare('SELECT device_id FROM devices WHERE device_id > ? ORDER BY device_id LIMIT ?')
       .pluck(),

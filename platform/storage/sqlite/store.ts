@@ -105,7 +105,7 @@ export function openSqliteBackend(
     () => rollups.watermark(),
     () => blocks,
   );
-  const newestTelemetryId = db.prepare('SELECT MAX(id) FROM telemetry').pluck();
+  const newestTelemetryId = db.prepare('SELECT MAX(id) FROM telemetry_recent').pluck();
   const blocks = createSqliteTelemetryBlocks(db, {
     write: (run) => batcher.write(run),
     now,

@@ -15,6 +15,7 @@ import {
   groupIntoBlocks,
 } from '../telemetry-compaction.js';
 import { MEASUREMENT_COLUMNS } from '../telemetry-history-rows.js';
+import { deviceKeyOf } from './telemetry-keys.js';
 
 /**
  * Compressed telemetry blocks on SQLite (DESIGN.md §21): the compaction pass that moves samples older than an
@@ -62,14 +63,16 @@ export function createSqliteTelemetryBlocks(db: Database.Database, deps: Deps): 
       .prepare('SELECT device_id FROM devices WHERE device_id > ? ORDER BY device_id LIMIT 100')
       .pluck(),
     firstCompactable: db
-      .prepare('SELECT MIN(ts_ms) FROM telemetry WHERE device_id = ? AND ts_ms < ? AND id <= ?')
+      .prepare(
+        `SELECT MIN(ts_ms) FROM telemetry_recent WHERE device_key = ${deviceKeyOf('?')} AND ts_ms < ? AND id <= ?`,
+      )
       .pluck(),
     compactable: db.prepare(
-      `SELECT connector_id, ts_ms, state, ${MEASUREMENT_COLUMNS}, phase_details FROM telemetry
-       WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ? AND id <= ?`,
+      `SELECT connector_id, ts_ms, state, ${MEASUREMENT_COLUMNS}, phase_details FROM telemetry_recent
+       WHERE device_key = ${deviceKeyOf('?')} AND ts_ms >= ? AND ts_ms < ? AND id <= ?`,
     ),
     deleteCompacted: db.prepare(
-      'DELETE FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ? AND id <= ?',
+      `DELETE FROM telemetry_recent WHERE device_key = ${deviceKeyOf('?')} AND ts_ms >= ? AND ts_ms < ? AND id <= ?`,
     ),
     block: db
       .prepare('SELECT data FROM telemetry_blocks WHERE device_id = ? AND connector_id = ? AND start_ms = ?')

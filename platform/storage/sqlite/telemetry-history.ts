@@ -3,6 +3,7 @@ import type { TelemetryHistoryRead, TelemetryHistoryRepository } from '../store.
 import { BLOCK_MS } from '../telemetry-compaction.js';
 import { type HistoryStatements, MEASUREMENT_COLUMNS, readStart } from '../telemetry-history-rows.js';
 import type { SqlReader } from './reader.js';
+import { deviceKeyOf } from './telemetry-keys.js';
 
 const AVERAGES = MEASUREMENT_COLUMNS.split(', ')
   .map((m) => `AVG(${m}) AS ${m}`)
@@ -11,7 +12,7 @@ const AVERAGES = MEASUREMENT_COLUMNS.split(', ')
 /**
  * A charger's stored telemetry for operators (DESIGN.md §21), read through `reader`: in the server its worker
  * thread runs the statements, decodes the blocks and builds the page (`runHistoryRead`), so that none of it
- * holds up the thread that serves chargers. Raw samples of the recent table walk `telemetry_unique` (device,
+ * holds up the thread that serves chargers. Raw samples of the recent table walk `telemetry_recent_unique` (device,
  * time, connector) in order and stop at the limit; averaged buckets group one bounded range, SQLite taking a
  * bare column (`state`) from the row of the query's single `max()`: each bucket's last state. Where blocks
  * hold part of the range, blocks and recent rows are merged: a raw page fetches only the blocks of the hours
@@ -28,7 +29,8 @@ export function createSqliteTelemetryHistory(reader: SqlReader): TelemetryHistor
       // A block that holds `fromMs` starts before it: `fromMs` is then as early as its samples can matter.
       const row = await reader.get<{ ts_ms: number | null }>(
         `SELECT MIN(t) AS ts_ms FROM (
-           SELECT MIN(ts_ms) AS t FROM telemetry WHERE device_id = ? AND ts_ms >= ? AND ts_ms < ?${connector}
+           SELECT MIN(ts_ms) AS t FROM telemetry_recent
+           WHERE device_key = ${deviceKeyOf('?')} AND ts_ms >= ? AND ts_ms < ?${connector}
            UNION ALL
            SELECT MAX(MIN(first_ms), ?) FROM telemetry_blocks
            WHERE device_id = ? AND last_ms >= ? AND first_ms < ?${connector})`,
@@ -55,18 +57,19 @@ function historyStatements(read: TelemetryHistoryRead): HistoryStatements {
     recentLimit: read.limit + CONNECTORS_PER_DEVICE_MAX,
   };
   const connector = read.connectorId === undefined ? '' : ' AND connector_id = @connector';
+  const key = deviceKeyOf('@device');
   const blocksWhere = `device_id = @device${connector} AND start_ms > @fromBlock AND start_ms < @end AND last_ms >= @from`;
   const raw = read.bucketMs === undefined;
   const plain = raw
     ? `SELECT ts_ms, connector_id, state, ${MEASUREMENT_COLUMNS}, phase_details, 1 AS samples
-       FROM telemetry WHERE device_id = @device AND ts_ms >= @from AND ts_ms < @end${connector}
+       FROM telemetry_recent WHERE device_key = ${key} AND ts_ms >= @from AND ts_ms < @end${connector}
          AND (ts_ms > @from OR connector_id > @afterConnector)
        ORDER BY ts_ms, connector_id LIMIT @limit`
     : `SELECT bucket AS ts_ms, connector_id, state, ${MEASUREMENT_COLUMNS}, NULL AS phase_details, samples
        FROM (
          SELECT ts_ms - (ts_ms % @bucket) AS bucket, connector_id, state, MAX(ts_ms) AS last_ms,
            COUNT(*) AS samples, ${AVERAGES}
-         FROM telemetry WHERE device_id = @device AND ts_ms >= @from AND ts_ms < @end${connector}
+         FROM telemetry_recent WHERE device_key = ${key} AND ts_ms >= @from AND ts_ms < @end${connector}
          GROUP BY bucket, connector_id
        ) WHERE bucket > @from OR connector_id > @afterConnector
        ORDER BY bucket, connector_id LIMIT @limit`;
@@ -88,8 +91,8 @@ function historyStatements(read: TelemetryHistoryRead): HistoryStatements {
       params,
     },
     recent: {
-      sql: `SELECT connector_id, ts_ms, state, ${MEASUREMENT_COLUMNS}, phase_details FROM telemetry
-            WHERE device_id = @device AND ts_ms >= @from AND ts_ms < @until${connector}
+      sql: `SELECT connector_id, ts_ms, state, ${MEASUREMENT_COLUMNS}, phase_details FROM telemetry_recent
+            WHERE device_key = ${key} AND ts_ms >= @from AND ts_ms < @until${connector}
             ORDER BY ts_ms, connector_id${raw ? ' LIMIT @recentLimit' : ''}`,
       params,
     },

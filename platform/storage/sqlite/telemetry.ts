@@ -10,6 +10,7 @@ import { placeholders, type StatementCache } from './database.js';
 import { createLiveConnectors, type LiveRow } from './live-connectors.js';
 import { type RawConnector, telemetryRow, toConnector } from './rows.js';
 import type { SqliteTelemetryBlocks } from './telemetry-blocks.js';
+import { createTelemetryKeys } from './telemetry-keys.js';
 import type { createWriteBatcher } from './write-batcher.js';
 
 /** The setting that says up to which telemetry row the `connectors` table holds the live state. */
@@ -41,8 +42,8 @@ export function createSqliteTelemetry(
     ),
     // Positional parameters: binding twelve by name cost a third of the insert (1.5 µs a row, measured).
     insertTelemetry: db.prepare(
-      `INSERT OR IGNORE INTO telemetry (device_id, connector_id, ts_ms, state, voltage, current, power, energy_delivered, soc,
-         temperature, phase_details, received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO telemetry_recent (device_key, connector_id, ts_ms, state, voltage, current, power,
+         energy_delivered, soc, temperature, phase_details, received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     recordHeartbeat: db.prepare(
       `UPDATE devices SET last_heartbeat_ms = ?, last_seen_ms = MAX(COALESCE(last_seen_ms, 0), ?),
@@ -83,7 +84,9 @@ export function createSqliteTelemetry(
     id: number;
   }
   const live = createLiveConnectors();
-  let newestTelemetryId = (db.prepare('SELECT MAX(id) FROM telemetry').pluck().get() as number | null) ?? 0;
+  const keys = createTelemetryKeys(db);
+  let newestTelemetryId =
+    (db.prepare('SELECT MAX(id) FROM telemetry_recent').pluck().get() as number | null) ?? 0;
   {
     // Telemetry rows up to this id are reflected in `connectors`; the rest is replayed into `live`.
     const upTo = stmt.setting.get(LIVE_STATE_SETTING);
@@ -99,29 +102,30 @@ export function createSqliteTelemetry(
     const newest = new Map<string, NewestRecord>();
     const maybeInBlocks = compactedBefore(compacted.now());
     const blocks = compacted.blocks();
-    let held:
-      | { deviceId: string; connectorId: number; startMs: number; times: ReadonlySet<number> }
-      | undefined;
+    const fresh = new Map<string, number>();
     const counts = batch.map((p) => {
       let n = 0;
+      const deviceKey = keys.keyOf(p.deviceId, fresh);
+      // Per connector of this request (one charger), indexed by connector id: a backlog alternates connectors
+      // record by record, so one remembered hour or one key per request would be asked again at every record.
+      const heldHours: Array<{ startMs: number; times: ReadonlySet<number> } | undefined> = [];
+      const newestOf: Array<NewestRecord | undefined> = [];
       for (const t of p.records) {
         const tsMs = Date.parse(t.timestamp);
+        const connectorId = t.connector_id;
         // An old sample may be in a block already: then it is a duplicate, as the unique index says of recent ones.
         if (tsMs < maybeInBlocks) {
           const startMs = blockStart(tsMs);
-          if (
-            held?.deviceId !== p.deviceId ||
-            held.connectorId !== t.connector_id ||
-            held.startMs !== startMs
-          ) {
-            const times = blocks.timesIn(p.deviceId, t.connector_id, startMs);
-            held = { deviceId: p.deviceId, connectorId: t.connector_id, startMs, times };
+          let held = heldHours[connectorId];
+          if (held?.startMs !== startMs) {
+            held = { startMs, times: blocks.timesIn(p.deviceId, connectorId, startMs) };
+            heldHours[connectorId] = held;
           }
           if (held.times.has(tsMs)) continue;
         }
         const result = stmt.insertTelemetry.run(
-          p.deviceId,
-          t.connector_id,
+          deviceKey,
+          connectorId,
           tsMs,
           t.state,
           t.voltage ?? null,
@@ -135,29 +139,33 @@ export function createSqliteTelemetry(
         );
         if (result.changes !== 1) continue;
         n++;
-        const key = `${p.deviceId}|${t.connector_id}`;
-        const seen = newest.get(key);
-        const id = Number(result.lastInsertRowid);
-        if (!seen) newest.set(key, { p, t, tsMs, id });
+        const seen = newestOf[connectorId];
+        if (!seen) newestOf[connectorId] = { p, t, tsMs, id: Number(result.lastInsertRowid) };
         else if (seen.tsMs <= tsMs) {
-          seen.p = p;
           seen.t = t;
           seen.tsMs = tsMs;
-          seen.id = id;
+          seen.id = Number(result.lastInsertRowid);
         }
+      }
+      for (const record of newestOf) {
+        if (!record) continue;
+        const key = `${p.deviceId}|${record.t.connector_id}`;
+        const seen = newest.get(key);
+        if (!seen || seen.tsMs <= record.tsMs) newest.set(key, record);
       }
       return n;
     });
     const rows = [...newest.values()].map(({ p, t, id }) =>
       Object.assign(telemetryRow(p.deviceId, t, p.receivedMs), { id }),
     );
-    return { counts, newest: rows };
+    return { counts, newest: rows, fresh };
   };
   /** After the commit: the new rows' live state, then the callers. */
   const settle = (
     batch: readonly PendingTelemetry[],
-    { counts, newest }: ReturnType<typeof insertTelemetryBatch>,
+    { counts, newest, fresh }: ReturnType<typeof insertTelemetryBatch>,
   ) => {
+    keys.committed(fresh);
     for (const row of newest) {
       live.note(row);
       if (row.id > newestTelemetryId) newestTelemetryId = row.id;

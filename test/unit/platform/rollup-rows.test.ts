@@ -23,6 +23,39 @@ describe('byConnector: a chunk of rows by connector, each in time order', () => 
     expect([...groups.keys()]).toEqual(['a|1', 'b|1', 'a|2']);
     expect(groups.get('a|1')!.map((r) => r.ts_ms)).toEqual([1, 3]);
   });
+
+  it('keeps runs of one charger apart, whichever charger comes between them', () => {
+    const row = (device_id: string, connector_id: number, ts_ms: number) => ({
+      device_id,
+      connector_id,
+      ts_ms,
+      power: ts_ms,
+    });
+    const rows = [
+      row('a', 1, 10),
+      row('a', 2, 10),
+      row('a', 1, 15),
+      row('a', 2, 15),
+      row('b', 2, 10),
+      row('b', 1, 10),
+      row('a', 2, 5),
+      row('a', 3, 5),
+      row('b', 2, 20),
+      row('ab', 1, 1),
+    ];
+    const groups = byConnector(rows);
+    expect(Object.fromEntries([...groups].map(([k, list]) => [k, list.map((r) => r.ts_ms)]))).toEqual({
+      'a|1': [10, 15],
+      'a|2': [5, 10, 15],
+      'b|2': [10, 20],
+      'b|1': [10],
+      'a|3': [5],
+      'ab|1': [1],
+    });
+    for (const [key, list] of groups) {
+      for (const r of list) expect(`${r.device_id}|${r.connector_id}`).toBe(key);
+    }
+  });
 });
 
 describe('planConnectorRollup: append after the newest rolled-up sample, or recompute late rows', () => {
