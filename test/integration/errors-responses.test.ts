@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_BACKEND } from '../helpers/backends.js';
 import {
   errorsPlatformPerFile,
   expectApiError,
@@ -116,7 +117,8 @@ describe('internal errors: 500/9001 without internals', () => {
     // Break the schema under the running platform, from another connection.
     const db = await openStoredData(broken.dataDir, { write: true });
     try {
-      await db.exec('DROP TABLE telemetry');
+      // SQLite keeps recent telemetry in `telemetry_recent` (`telemetry` is a view of it), PostgreSQL in `telemetry`.
+      await db.exec(TEST_BACKEND === 'sqlite' ? 'DROP TABLE telemetry_recent' : 'DROP TABLE telemetry');
     } finally {
       await db.close();
     }
