@@ -28,7 +28,7 @@ export const TELEMETRY_HISTORY_MIGRATIONS: readonly string[] = [
   // (and stays empty once they have one, since new blocks come with theirs).
   `CREATE INDEX telemetry_blocks_unsummarized ON telemetry_blocks(start_ms) WHERE summary IS NULL;`,
   // 18: the recent table keyed by an integer per charger (`telemetry_devices`) instead of its 24-character id:
-  // its unique index, which every insert walks, holds 8 bytes where it held 25 (measured: 0.6 µs less per row
+  // its unique index, which every insert walks, holds at most 8 bytes of key where it held 25 (0.6 µs less per row
   // inserted, a sixth of the insert; docs/benchmarks.md, "Batch ingest"). Row ids are kept: the rollups, the live
   // state, retention and compaction follow them. `telemetry` becomes a view with the columns it had, for the
   // passes that return a charger's id, and for tools and tests; writes through it go to the table.

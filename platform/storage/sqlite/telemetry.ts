@@ -107,7 +107,7 @@ export function createSqliteTelemetry(
       let n = 0;
       const deviceKey = keys.keyOf(p.deviceId, fresh);
       // Per connector of this request (one charger), indexed by connector id: a backlog alternates connectors
-      // record by record, so one remembered hour or one key per request would be asked again at every record.
+      // record by record, so a single remembered block hour would be looked up again at every record.
       const heldHours: Array<{ startMs: number; times: ReadonlySet<number> } | undefined> = [];
       const newestOf: Array<NewestRecord | undefined> = [];
       for (const t of p.records) {
